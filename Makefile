@@ -1,0 +1,41 @@
+# Entry points. Caches live outside the clone (KEP5004_CACHE, default ~/.cache/kep5004-conformance)
+# so that a fresh clone reuses what an earlier run built.
+SHELL := /bin/bash
+CACHE ?= $(or $(KEP5004_CACHE),$(HOME)/.cache/kep5004-conformance)
+VENV := $(CACHE)/venv
+PY := $(VENV)/bin/python
+DEPS_STAMP := $(VENV)/.deps-$(shell sha256sum pyproject.toml | cut -c1-16)
+export KEP5004_CACHE := $(CACHE)
+
+.PHONY: venv protos host toolchain images unit test conformance bench clean-clusters
+
+venv: $(DEPS_STAMP)
+$(DEPS_STAMP): pyproject.toml
+	@python3.11 -m venv $(VENV) || { echo "Python 3.11 with venv is required" >&2; exit 1; }
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	@rm -f $(VENV)/.deps-*; touch $@
+
+protos: venv
+	$(PY) -m fake_driver.protos.generate
+
+host:
+	bash clusters/host/prepare.sh
+
+toolchain: host
+	bash clusters/toolchain/build-all.sh
+
+images: toolchain protos
+	bash clusters/images/build-all.sh
+
+unit: protos
+	$(PY) -m pytest -m "not cluster" -q
+
+test: images
+	$(PY) -m pytest -q
+
+conformance: images
+	$(PY) -m conformance.run $(ARGS)
+
+clean-clusters: venv
+	$(PY) -m clusters delete --all

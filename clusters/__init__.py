@@ -1,0 +1,1 @@
+"""Everything that makes a kind cluster exist: offline toolchain, images, topologies, lifecycle."""

@@ -1,0 +1,50 @@
+"""`python -m clusters up|down|list|logs`: cluster lifecycle from the command line."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from clusters import lifecycle
+from clusters.images import ImagesMissingError
+from clusters.shell import CommandError
+from clusters.topology import TOPOLOGIES, ClusterSpec, TopologyError
+from clusters.versions import UnknownVersionError, resolve
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m clusters")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="create or reuse a cluster")
+    up.add_argument("--topology", default="dra", choices=sorted(TOPOLOGIES))
+    up.add_argument("--version", help="Kubernetes version, e.g. 1.36 or v1.37.2 (default: the pinned default)")
+    down = sub.add_parser("down", help="delete clusters made by this project")
+    down.add_argument("names", nargs="*")
+    down.add_argument("--all", action="store_true")
+    sub.add_parser("list", help="list clusters made by this project")
+    logs = sub.add_parser("logs", help="export a cluster's logs")
+    logs.add_argument("name")
+    logs.add_argument("dest", type=Path)
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "up":
+            cluster = lifecycle.ensure(ClusterSpec(args.topology, resolve(args.version)))
+            print(f"{cluster.name}: KUBECONFIG={cluster.kubeconfig}")
+        elif args.command == "down":
+            names = [n for n in lifecycle.existing_clusters() if n.startswith("kep5004-")] if args.all else args.names
+            for name in names:
+                lifecycle.delete(name)
+                print(f"deleted {name}")
+        elif args.command == "list":
+            print("\n".join(n for n in lifecycle.existing_clusters() if n.startswith("kep5004-")))
+        else:
+            print(lifecycle.export_logs(args.name, args.dest))
+    except (UnknownVersionError, TopologyError, ImagesMissingError, CommandError, TimeoutError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+module kep5004.local/runc-capfilter
+
+go 1.26

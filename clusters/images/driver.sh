@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The fake GPU driver image: the shared userland (python3), the driver's runtime wheels
+# from PyPI at the versions pinned in pyproject.toml, and the fake_driver package with
+# its generated protocol code. Prints the tag.
+source "$(dirname "$0")/lib.sh"
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+py=${KEP5004_PYTHON:-$CACHE_ROOT/venv/bin/python}
+[[ -x $py ]] || die "$py is missing (run make venv)"
+userland=$("$(dirname "$0")/userland.sh")
+pins=$("$py" - "$repo/pyproject.toml" <<'PY'
+import sys, tomllib
+deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
+runtime = {"grpcio", "protobuf", "kubernetes", "pyyaml"}
+print(" ".join(d.split("#")[0].strip() for d in deps if d.split("==")[0].strip() in runtime))
+PY
+)
+"$py" -m fake_driver.protos.generate >/dev/null || die "generating the driver's protocol code failed"
+
+site=$IMAGES_DIR/driver-site-$(content_hash "$pins")
+if [[ ! -d $site ]]; then
+  run_logged driver-wheels "$py" -m pip install --quiet --only-binary=:all: --target "$site.tmp" $pins
+  mv "$site.tmp" "$site"
+fi
+hash=$(content_hash "$0" "$userland" "$site" "$repo/fake_driver")
+tag=kep5004/fake-gpu-driver:$hash
+if image_current "$tag" "$hash"; then log "driver image $tag: reused"; echo "$tag"; exit 0; fi
+ctx=$(mktemp -d "$CACHE_ROOT/work/driver.XXXX")
+trap 'rm -rf "$ctx"' EXIT
+cp -r "$site" "$ctx/site-packages"
+mkdir -p "$ctx/app"
+(cd "$repo" && tar --exclude=tests --exclude=__pycache__ -c fake_driver) | tar -C "$ctx/app" -x
+printf 'FROM %s\nCOPY site-packages /opt/site-packages\nCOPY app /opt/fake_driver\nENV PYTHONPATH=/opt/site-packages:/opt/fake_driver PYTHONUNBUFFERED=1\n' \
+  "$userland" >"$ctx/Dockerfile"
+build_from_context "$tag" "$hash" "$ctx"
+log "driver image $tag: built"
+echo "$tag"

@@ -1,0 +1,52 @@
+# Helpers for the image builders (sourced). Images are cached by content: each carries a
+# label with the hash of everything that went into it, and is rebuilt only when it changes.
+source "$(dirname "${BASH_SOURCE[0]}")/../toolchain/common.sh"
+IMAGES_DIR=$CACHE_ROOT/images
+mkdir -p "$IMAGES_DIR"
+HASH_LABEL=io.kep5004.content-hash
+
+# content_hash ARGS...: hash of strings and of the contents of any files/dirs named.
+content_hash() {
+  local a
+  for a in "$@"; do
+    if [[ -d $a ]]; then (cd "$a" && find . -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum)
+    elif [[ -f $a ]]; then sha256sum <"$a"
+    else printf '%s\n' "$a"; fi
+  done | sha256sum | cut -c1-16
+}
+
+# image_current TAG HASH: true when TAG exists and was built from HASH.
+image_current() {
+  [[ $(docker image inspect --format "{{ index .Config.Labels \"$HASH_LABEL\" }}" "$1" 2>/dev/null) == "$2" ]]
+}
+
+# debian_mirror: the Debian mirror this host's apt already uses (never a hard-coded host).
+debian_mirror() {
+  local m
+  m=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+  [[ -n $m ]] || m=$(awk '$1 == "deb" && $3 ~ /^bookworm$/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+  [[ -n $m ]] || die "no Debian mirror configured in /etc/apt (needed for debootstrap)"
+  echo "$m"
+}
+
+# rootfs_tar NAME PACKAGES: a cached tarball of a Debian minbase rootfs with PACKAGES.
+rootfs_tar() {
+  local name=$1 pkgs=$2
+  local tar=$IMAGES_DIR/rootfs-$name-$(content_hash "$DEBIAN_SUITE" "$pkgs").tar
+  if [[ -f $tar ]]; then echo "$tar"; return 0; fi
+  command -v debootstrap >/dev/null \
+    || run_logged apt-debootstrap bash -c 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap'
+  local dir; dir=$(mktemp -d "$CACHE_ROOT/work/rootfs-$name.XXXX")
+  run_logged "debootstrap-$name" debootstrap --variant=minbase --include="${pkgs// /,}" \
+    "$DEBIAN_SUITE" "$dir" "$(debian_mirror)"
+  # apt lists and caches only bloat the image
+  rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/var/cache/apt/archives/*.deb
+  tar -C "$dir" -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
+  rm -rf "$dir"
+  echo "$tar"
+}
+
+# build_from_context TAG HASH DIR: docker build (legacy builder, works offline) with the hash label.
+build_from_context() {
+  docker build -q --label "$HASH_LABEL=$2" -t "$1" "$3" >/dev/null || die "docker build of $1 failed"
+}

@@ -1,0 +1,143 @@
+"""Create, reuse, load images into, export logs of and delete kind clusters.
+
+The kind and kubectl binaries are the ones built by clusters/toolchain; pytest-kind's
+KindCluster drives them (it is given local paths, so it never downloads anything).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_kind import KindCluster
+
+from clusters import network
+from clusters.host import HostFacts
+from clusters.images import BuiltImages
+from clusters.paths import state_dir
+from clusters.shell import CommandError, run
+from clusters.topology import ClusterSpec, config_hash, render, to_yaml
+from clusters.versions import KubeVersion, kind_bin, kubernetes_bin
+
+
+def progress(message: str) -> None:
+    print(f"[clusters] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Cluster:
+    spec: ClusterSpec
+    kubeconfig: Path
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def version(self) -> KubeVersion:
+        return self.spec.version
+
+    @property
+    def kubectl_cmd(self) -> list[str]:
+        return [str(kubernetes_bin(self.version, "kubectl")), f"--kubeconfig={self.kubeconfig}"]
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        return run([*self.kubectl_cmd, *args], input=input, check=check)
+
+    def nodes(self) -> list[str]:
+        return run([str(kind_bin()), "get", "nodes", "--name", self.name]).split()
+
+    def load_images(self, *tags: str) -> None:
+        kind = _kind_cluster(self.spec, self.kubeconfig)
+        for tag in tags:
+            progress(f"{self.name}: loading image {tag}")
+            kind.load_docker_image(tag)
+
+    def export_logs(self, dest: Path) -> Path:
+        return export_logs(self.name, dest)
+
+    def wait_nodes_ready(self, deadline_s: float = 300) -> None:
+        end = time.monotonic() + deadline_s
+        while True:
+            items = json.loads(self.kubectl("get", "nodes", "-o", "json"))["items"]
+            not_ready = [n["metadata"]["name"] for n in items
+                         if not any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])]
+            if items and not not_ready:
+                return
+            if time.monotonic() > end:
+                raise TimeoutError(f"{self.name}: nodes not Ready after {deadline_s:.0f} s: {not_ready}")
+            time.sleep(3)
+
+
+def _kind_cluster(spec: ClusterSpec, kubeconfig: Path, image: str | None = None) -> KindCluster:
+    return KindCluster(spec.name, kubeconfig=kubeconfig, image=image,
+                       kind_path=kind_bin(), kubectl_path=kubernetes_bin(spec.version, "kubectl"))
+
+
+def existing_clusters() -> list[str]:
+    if not kind_bin().exists():
+        return []
+    return run([str(kind_bin()), "get", "clusters"]).split()
+
+
+def _cluster_dir(name: str) -> Path:
+    return state_dir() / name
+
+
+def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts | None = None) -> Cluster:
+    """Reuse the cluster if it was made from the same rendered config, otherwise (re)create it."""
+    images = images or BuiltImages.load()
+    host = host or HostFacts.detect()
+    for tool in (kind_bin(), kubernetes_bin(spec.version, "kubectl")):
+        if not tool.exists():
+            raise CommandError(f"{tool} is missing: build the toolchain first (make toolchain)")
+    node_image = images.node(spec.version)
+    config = render(spec, host, node_image)
+    image_id = run(["docker", "image", "inspect", "--format", "{{.Id}}", node_image]).strip()
+    wanted = config_hash(config, image_id)
+    cdir = _cluster_dir(spec.name)
+    hash_file, kubeconfig = cdir / "config-hash", cdir / "kubeconfig"
+    cluster = Cluster(spec, kubeconfig)
+
+    if spec.name in existing_clusters():
+        if hash_file.exists() and hash_file.read_text() == wanted and kubeconfig.exists():
+            progress(f"{spec.name}: reusing (config {wanted} unchanged)")
+            cluster.wait_nodes_ready(deadline_s=120)
+            return cluster
+        progress(f"{spec.name}: config changed, recreating")
+        delete(spec.name)
+
+    cdir.mkdir(parents=True, exist_ok=True)
+    config_path = cdir / "kind-config.yaml"
+    config_path.write_text(to_yaml(config))
+    hash_file.unlink(missing_ok=True)
+    start = time.monotonic()
+    progress(f"{spec.name}: creating ({spec.topology}, Kubernetes {spec.version.tag}, config {config_path})")
+    try:
+        _kind_cluster(spec, kubeconfig, node_image).create(config_path)
+        progress(f"{spec.name}: installing pod network")
+        network.install(cluster.kubectl_cmd)
+        cluster.wait_nodes_ready()
+    except BaseException:
+        # Ctrl-C or a failure: leave nothing half-created behind.
+        progress(f"{spec.name}: creation failed, deleting the partial cluster")
+        delete(spec.name)
+        raise
+    hash_file.write_text(wanted)
+    progress(f"{spec.name}: ready in {time.monotonic() - start:.0f} s")
+    return cluster
+
+
+def export_logs(name: str, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    run([str(kind_bin()), "export", "logs", str(dest), "--name", name], check=False)
+    return dest
+
+
+def delete(name: str) -> None:
+    if kind_bin().exists():
+        run([str(kind_bin()), "delete", "cluster", "--name", name], check=False)
+    shutil.rmtree(_cluster_dir(name), ignore_errors=True)

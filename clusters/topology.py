@@ -1,0 +1,95 @@
+"""Kind cluster configs, rendered per topology, Kubernetes version and host."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import yaml
+
+from clusters.host import HostFacts
+from clusters.versions import FEATURE_GATE, KubeVersion, gate_stage
+
+MODE_LABEL = "fake-gpu.kep5004.io/mode"
+POD_SUBNET = "10.244.0.0/16"
+SERVICE_SUBNET = "10.96.0.0/16"
+
+# Worker roles per topology: the value of MODE_LABEL on each worker.
+TOPOLOGIES: dict[str, tuple[str, ...]] = {
+    "dra": ("dra", "dra"),
+    "mixed": ("dra", "device-plugin"),
+}
+
+
+class TopologyError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    topology: str
+    version: KubeVersion
+    gates: dict[str, bool] = field(default_factory=dict)
+    name_suffix: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"kep5004-{self.topology}-{self.version.major}{self.version.minor}{self.name_suffix}"
+
+
+def feature_gates(spec: ClusterSpec) -> dict[str, bool]:
+    """Gates to set: DRAExtendedResource only where it is not already on, plus overrides."""
+    stage = gate_stage(spec.version)
+    gates = {} if stage.default else {FEATURE_GATE: True}
+    for name, value in spec.gates.items():
+        if name == FEATURE_GATE and stage.locked and value != stage.default:
+            raise TopologyError(
+                f"{FEATURE_GATE} is {stage.stage} and locked to {stage.default} in {spec.version.short}; "
+                f"it cannot be set to {value}"
+            )
+        gates[name] = value
+    return gates
+
+
+def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
+    if spec.topology not in TOPOLOGIES:
+        raise TopologyError(f"unknown topology {spec.topology!r} (known: {', '.join(TOPOLOGIES)})")
+    kubeadm_patches = [
+        # No CoreDNS: nothing here resolves names, and its default forwards to outside resolvers.
+        {"kind": "InitConfiguration", "skipPhases": ["preflight", "addon/coredns"]},
+    ]
+    if host.cgroup_v1:
+        kubeadm_patches.append({"kind": "KubeletConfiguration", "failCgroupV1": False})
+    cri = '[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true\n'
+    if not host.has_cap_sys_resource:
+        # Sandboxes ask for a lower oom_score_adj than containerd's, which needs CAP_SYS_RESOURCE.
+        cri += "  restrict_oom_score_adj = true\n"
+    nodes = [{"role": "control-plane", "image": node_image}]
+    nodes += [{"role": "worker", "image": node_image, "labels": {MODE_LABEL: mode}}
+              for mode in TOPOLOGIES[spec.topology]]
+    config: dict = {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "name": spec.name,
+        "networking": {
+            # Our own CNI setup (clusters/network.py) replaces kindnetd, which cannot be built offline.
+            "disableDefaultCNI": True,
+            "kubeProxyMode": "nftables",
+            "podSubnet": POD_SUBNET,
+            "serviceSubnet": SERVICE_SUBNET,
+        },
+        "containerdConfigPatches": [cri],
+        "kubeadmConfigPatches": [yaml.safe_dump(p, sort_keys=False) for p in kubeadm_patches],
+        "nodes": nodes,
+    }
+    gates = feature_gates(spec)
+    if gates:
+        config["featureGates"] = gates
+    return config
+
+
+def to_yaml(config: dict) -> str:
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def config_hash(config: dict, node_image_id: str) -> str:
+    return hashlib.sha256((to_yaml(config) + node_image_id).encode()).hexdigest()[:16]

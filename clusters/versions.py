@@ -1,0 +1,101 @@
+"""Pinned versions (clusters/versions.env) and what each Kubernetes minor does with KEP-5004."""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from clusters.paths import CLUSTERS_DIR, tools_dir
+
+FEATURE_GATE = "DRAExtendedResource"
+
+
+class UnknownVersionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, order=True)
+class KubeVersion:
+    major: int
+    minor: int
+    patch: int
+
+    @classmethod
+    def parse(cls, text: str) -> "KubeVersion":
+        m = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)", text.strip())
+        if not m:
+            raise UnknownVersionError(f"not a Kubernetes release version: {text!r}")
+        return cls(*(int(g) for g in m.groups()))
+
+    @property
+    def tag(self) -> str:
+        return f"v{self.major}.{self.minor}.{self.patch}"
+
+    @property
+    def short(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+
+@dataclass(frozen=True)
+class GateStage:
+    """How DRAExtendedResource behaves in one minor release (spec §1)."""
+
+    stage: str
+    default: bool
+    locked: bool
+
+
+GATE_STAGES: dict[int, GateStage] = {
+    35: GateStage("alpha", default=False, locked=False),
+    36: GateStage("beta", default=True, locked=False),
+    37: GateStage("GA", default=True, locked=True),
+}
+
+
+@cache
+def pinned() -> dict[str, str]:
+    """The KEY=value pairs of clusters/versions.env, shell quoting honoured."""
+    values: dict[str, str] = {}
+    for line in (CLUSTERS_DIR / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            values[key] = " ".join(shlex.split(value))
+    return values
+
+
+def supported_versions() -> list[KubeVersion]:
+    return [KubeVersion.parse(v) for v in pinned()["KUBERNETES_VERSIONS"].split()]
+
+
+def default_version() -> KubeVersion:
+    return KubeVersion.parse(pinned()["KUBERNETES_DEFAULT"])
+
+
+def resolve(text: str | None) -> KubeVersion:
+    """Map user input ('1.36', 'v1.37.2', None for the default) to a pinned version."""
+    if not text:
+        return default_version()
+    wanted = text.strip().lstrip("v")
+    for v in supported_versions():
+        if wanted in (v.short, v.tag.lstrip("v")):
+            return v
+    known = ", ".join(v.tag for v in supported_versions())
+    raise UnknownVersionError(f"Kubernetes version {text!r} is not pinned in clusters/versions.env (known: {known})")
+
+
+def gate_stage(version: KubeVersion) -> GateStage:
+    try:
+        return GATE_STAGES[version.minor]
+    except KeyError:
+        raise UnknownVersionError(f"no {FEATURE_GATE} stage recorded for {version.short}") from None
+
+
+def kubernetes_bin(version: KubeVersion, name: str) -> Path:
+    return tools_dir() / f"kubernetes-{version.tag}" / name
+
+
+def kind_bin() -> Path:
+    return tools_dir() / f"kind-{pinned()['KIND_VERSION']}" / "kind"
