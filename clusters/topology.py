@@ -39,11 +39,11 @@ class ClusterSpec:
 def feature_gates(spec: ClusterSpec) -> dict[str, bool]:
     """Gates to set: DRAExtendedResource only where it is not already on, plus overrides."""
     stage = gate_stage(spec.version)
-    gates = {} if stage.default else {FEATURE_GATE: True}
+    gates = {} if stage.gate_default else {FEATURE_GATE: True}
     for name, value in spec.gates.items():
-        if name == FEATURE_GATE and stage.locked and value != stage.default:
+        if name == FEATURE_GATE and stage.gate_locked and value != stage.gate_default:
             raise TopologyError(
-                f"{FEATURE_GATE} is {stage.stage} and locked to {stage.default} in {spec.version.short}; "
+                f"{FEATURE_GATE} is {stage.gate_stage} and locked to {stage.gate_default} in {spec.version.short}; "
                 f"it cannot be set to {value}"
             )
         gates[name] = value

@@ -1,4 +1,4 @@
-"""Pinned versions (clusters/versions.env) and what each Kubernetes minor does with KEP-5004."""
+"""Pinned versions (clusters/versions.env) and how each Kubernetes minor treats KEP-5004's gate."""
 from __future__ import annotations
 
 import re
@@ -8,6 +8,8 @@ from functools import cache
 from pathlib import Path
 
 from clusters.paths import CLUSTERS_DIR, tools_dir
+from conformance.catalogue import catalogue
+from conformance.catalogue.model import VersionInfo
 
 FEATURE_GATE = "DRAExtendedResource"
 
@@ -36,22 +38,6 @@ class KubeVersion:
     @property
     def short(self) -> str:
         return f"{self.major}.{self.minor}"
-
-
-@dataclass(frozen=True)
-class GateStage:
-    """How DRAExtendedResource behaves in one minor release (spec §1)."""
-
-    stage: str
-    default: bool
-    locked: bool
-
-
-GATE_STAGES: dict[int, GateStage] = {
-    35: GateStage("alpha", default=False, locked=False),
-    36: GateStage("beta", default=True, locked=False),
-    37: GateStage("GA", default=True, locked=True),
-}
 
 
 @cache
@@ -86,11 +72,12 @@ def resolve(text: str | None) -> KubeVersion:
     raise UnknownVersionError(f"Kubernetes version {text!r} is not pinned in clusters/versions.env (known: {known})")
 
 
-def gate_stage(version: KubeVersion) -> GateStage:
-    try:
-        return GATE_STAGES[version.minor]
-    except KeyError:
-        raise UnknownVersionError(f"no {FEATURE_GATE} stage recorded for {version.short}") from None
+def gate_stage(version: KubeVersion) -> VersionInfo:
+    """How DRAExtendedResource behaves in this minor, from the requirement catalogue's table."""
+    row = catalogue().table.row_for((version.major, version.minor))
+    if row is None:
+        raise UnknownVersionError(f"the catalogue records no {FEATURE_GATE} stage for {version.short}")
+    return row
 
 
 def kubernetes_bin(version: KubeVersion, name: str) -> Path:

@@ -5,7 +5,8 @@ source "$(dirname "$0")/lib.sh"
 probe=$(cd "$(dirname "$0")/../.." && pwd)/fake_driver/probe/fake-gpu-probe
 [[ -f $probe ]] || die "probe script $probe is missing"
 hash=$(content_hash "$0" "$probe" "$DEBIAN_SUITE")
-tag=kep5004/workload:$hash
+# A stable tag: the stored workload manifests name it, so it must not change with content.
+tag=kep5004/gpu-workload:v1
 if image_current "$tag" "$hash"; then log "workload image $tag: reused"; echo "$tag"; exit 0; fi
 ctx=$(mktemp -d "$CACHE_ROOT/work/workload.XXXX")
 trap 'rm -rf "$ctx"' EXIT

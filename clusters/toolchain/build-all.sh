@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Build (or reuse) every binary the clusters need, at the versions in clusters/versions.env.
+# Usage: build-all.sh [vX.Y.Z ...]   (default: every pinned Kubernetes version)
 # Output: $TOOLS_DIR/<component>-<version>/ with a .done stamp; a warm run builds nothing.
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/go-wrapper.sh"
@@ -18,12 +19,8 @@ fi
 CGO_ENABLED=0 go_wrapper_build kind sigs.k8s.io/kind "$KIND_VERSION" "$TOOLS_DIR/kind-$KIND_VERSION" \
   sigs.k8s.io/kind:kind
 
-for v in $KUBERNETES_VERSIONS; do
-  "$HERE/build-kubernetes.sh" "$v"
-done
-
 ctrd_pkg=github.com/containerd/containerd/v2
-CGO_ENABLED=0 GO_TAGS="no_btrfs no_zfs no_devmapper urfave_cli_no_docs no_grpc" \
+CGO_ENABLED=0 GO_TAGS="no_btrfs no_zfs no_devmapper urfave_cli_no_docs" \
 GO_LDFLAGS="-X $ctrd_pkg/version.Version=$CONTAINERD_VERSION -X $ctrd_pkg/version.Revision=kep5004-offline" \
   go_wrapper_build containerd $ctrd_pkg "$CONTAINERD_VERSION" "$TOOLS_DIR/containerd-$CONTAINERD_VERSION" \
   $ctrd_pkg/cmd/containerd:containerd $ctrd_pkg/cmd/ctr:ctr \
@@ -44,7 +41,10 @@ CGO_ENABLED=0 GO_LDFLAGS="-X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOL
   go_wrapper_build cri-tools sigs.k8s.io/cri-tools "$CRI_TOOLS_VERSION" "$TOOLS_DIR/cri-tools-$CRI_TOOLS_VERSION" \
   sigs.k8s.io/cri-tools/cmd/crictl:crictl
 
-# etcd and pause at the exact tags each kubeadm asks for.
-"$HERE/build-etcd-and-pause.sh"
+# Per version: Kubernetes, then etcd and pause at the exact tags its kubeadm asks for.
+for v in ${*:-$KUBERNETES_VERSIONS}; do
+  "$HERE/build-kubernetes.sh" "$v"
+  "$HERE/build-etcd-and-pause.sh" "$v"
+done
 
 log "toolchain ready in $((SECONDS - start)) s (cache: $TOOLS_DIR)"

@@ -40,11 +40,9 @@ done
 
 build() {
   cd "$work"
-  GOFLAGS="$GOFLAGS -mod=mod" go mod download k8s.io/kubernetes
-  for c in "${commands[@]}"; do
-    echo "== $c"
-    CGO_ENABLED=0 GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "$ldflags" -o "$out/$c" "k8s.io/kubernetes/cmd/$c"
-  done
+  # One invocation for all commands: shared packages compile once and links run in parallel.
+  CGO_ENABLED=0 GOFLAGS="$GOFLAGS -mod=mod" go build -v -ldflags "$ldflags" -o "$out/" \
+    "${commands[@]/#/k8s.io/kubernetes/cmd/}"
 }
 run_logged "build-kubernetes-$version" build
 got=$("$out/kubeadm" version -o short)
