@@ -1,0 +1,261 @@
+"""Driver configuration: a YAML file (path in FAKE_GPU_CONFIG) overlaid by environment variables.
+
+Every problem is collected and reported together, naming the setting and where it came from,
+so a bad DaemonSet fails at start with a message that says exactly what to fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from fake_driver.cdi import DEFAULT_CDI_DIR, CdiKind
+from fake_driver.exposure import DEFAULT_STATE_DIR
+from fake_driver.inventory import PROFILES, DeviceProfile, NodeInventory, build_inventory
+
+ENV_CONFIG_FILE = "FAKE_GPU_CONFIG"
+ENV_NODE_NAME = "NODE_NAME"
+MAX_DEVICES_PER_NODE = 128  # one ResourceSlice holds at most 128 devices
+MAX_DRIVER_NAME_LENGTH = 63  # ResourceSlice.spec.driver limit; also keeps socket paths < 108 bytes
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+class ConfigError(ValueError):
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    node_name: str
+    profile: DeviceProfile
+    driver_name: str
+    device_count: int  # for this node, after per-node overrides
+    resource_name: str  # extended resource served by the device plugin
+    state_dir: Path
+    cdi_dir: Path
+    plugin_registry_dir: Path
+    plugin_data_dir: Path
+    device_plugin_dir: Path
+    delete_slices_on_exit: bool
+    device_plugin_cdi: bool  # device plugin hands out CDI devices instead of env + mounts
+    ready_file: Path
+
+    @property
+    def driver_plugin_dir(self) -> Path:
+        return self.plugin_data_dir / self.driver_name
+
+    @property
+    def dra_socket(self) -> Path:
+        return self.driver_plugin_dir / "dra.sock"
+
+    @property
+    def registration_socket(self) -> Path:
+        return self.plugin_registry_dir / f"{self.driver_name}-reg.sock"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.driver_plugin_dir / "checkpoint.json"
+
+    @property
+    def kubelet_socket(self) -> Path:
+        return self.device_plugin_dir / "kubelet.sock"
+
+    @property
+    def device_plugin_socket(self) -> Path:
+        return self.device_plugin_dir / f"fake-gpu-{self.resource_name.replace('/', '_')}.sock"
+
+    @property
+    def cdi_kind(self) -> CdiKind:
+        return CdiKind.for_driver(self.driver_name)
+
+    def inventory(self) -> NodeInventory:
+        return build_inventory(self.profile, self.node_name, self.device_count)
+
+
+@dataclass(frozen=True)
+class _Setting:
+    key: str  # YAML key
+    env: str | None  # overriding environment variable, if any
+    parse: Callable[[Any], Any]  # raises ValueError with a reason
+    default: Any = None  # None: derived from the profile
+
+
+def _parse_str(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value.strip()
+
+
+def _parse_count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError("must be an integer")
+    try:
+        count = int(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an integer") from None
+    if not 0 <= count <= MAX_DEVICES_PER_NODE:
+        raise ValueError(f"{count} is out of range 0..{MAX_DEVICES_PER_NODE}")
+    return count
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"{value!r} is not a boolean (true/false)")
+
+
+def _parse_abs_path(value: Any) -> Path:
+    path = Path(_parse_str(value))
+    if not path.is_absolute():
+        raise ValueError(f"{value!r} is not an absolute path")
+    return path
+
+
+def _parse_node_devices(value: Any) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        raise ValueError("must be a mapping of node name to device count")
+    counts, problems = {}, []
+    for node, count in value.items():
+        try:
+            counts[str(node)] = _parse_count(count)
+        except ValueError as exc:
+            problems.append(f"node {node!r}: {exc}")
+    if problems:
+        raise ValueError("; ".join(problems))
+    return counts
+
+
+_SETTINGS = (
+    _Setting("profile", "FAKE_GPU_PROFILE", _parse_str, "generic"),
+    _Setting("driverName", "FAKE_GPU_DRIVER_NAME", _parse_str),
+    _Setting("devicesPerNode", "FAKE_GPU_DEVICES_PER_NODE", _parse_count, 8),
+    _Setting("nodeDevices", None, _parse_node_devices, {}),
+    _Setting("resourceName", "FAKE_GPU_RESOURCE_NAME", _parse_str),
+    _Setting("stateDir", "FAKE_GPU_STATE_DIR", _parse_abs_path, DEFAULT_STATE_DIR),
+    _Setting("cdiDir", "FAKE_GPU_CDI_DIR", _parse_abs_path, DEFAULT_CDI_DIR),
+    _Setting("pluginRegistryDir", "FAKE_GPU_PLUGIN_REGISTRY_DIR", _parse_abs_path,
+             Path("/var/lib/kubelet/plugins_registry")),
+    _Setting("pluginDataDir", "FAKE_GPU_PLUGIN_DATA_DIR", _parse_abs_path,
+             Path("/var/lib/kubelet/plugins")),
+    _Setting("devicePluginDir", "FAKE_GPU_DEVICE_PLUGIN_DIR", _parse_abs_path,
+             Path("/var/lib/kubelet/device-plugins")),
+    _Setting("deleteSlicesOnExit", "FAKE_GPU_DELETE_SLICES_ON_EXIT", _parse_bool, True),
+    _Setting("devicePluginCDI", "FAKE_GPU_DEVICE_PLUGIN_CDI", _parse_bool, False),
+    _Setting("readyFile", "FAKE_GPU_READY_FILE", _parse_abs_path,
+             Path("/tmp/fake-gpu-driver.ready")),
+)
+
+
+def _read_file(path: Path, problems: list[str]) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        problems.append(f"{ENV_CONFIG_FILE}={path}: cannot read: {exc.strerror}")
+        return {}
+    except yaml.YAMLError as exc:
+        problems.append(f"{ENV_CONFIG_FILE}={path}: not valid YAML: {exc}")
+        return {}
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        problems.append(f"{path}: top level must be a mapping, got {type(document).__name__}")
+        return {}
+    known = {s.key for s in _SETTINGS}
+    for key in sorted(set(document) - known, key=str):
+        problems.append(f"{path}: unknown key {key!r} (known: {', '.join(sorted(known))})")
+    return {k: v for k, v in document.items() if k in known}
+
+
+def is_dns_subdomain(name: str) -> bool:
+    return len(name) <= 253 and bool(_DNS_SUBDOMAIN.match(name))
+
+
+def extended_resource_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a device plugin's extended resource name, or None if it can."""
+    domain, slash, short = name.partition("/")
+    if not slash:
+        return "needs a domain prefix, e.g. example.com/gpu"
+    if "kubernetes.io/" in name:
+        return "the kubernetes.io domains are reserved for native resources"
+    if name.startswith("requests."):
+        return "must not start with 'requests.'"
+    # The API server also validates "requests.<name>" as a quota key, hence the shorter domain.
+    if len(domain) > 253 - len("requests.") or not is_dns_subdomain(domain):
+        return f"prefix {domain!r} is not a valid DNS subdomain"
+    if len(short) > 63 or not _QUALIFIED_NAME_PART.match(short):
+        return f"name part {short!r} must be 1-63 alphanumerics, '-', '_' or '.', alphanumeric at both ends"
+    return None
+
+
+def load_config(env: Mapping[str, str] | None = None) -> DriverConfig:
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    raw: dict[str, tuple[Any, str]] = {}  # key -> (value, where it came from)
+    config_file = env.get(ENV_CONFIG_FILE)
+    if config_file:
+        raw.update((k, (v, f"{config_file}:{k}")) for k, v in _read_file(Path(config_file), problems).items())
+    for setting in _SETTINGS:
+        if setting.env and env.get(setting.env, "") != "":
+            raw[setting.key] = (env[setting.env], setting.env)
+
+    values: dict[str, Any] = {}
+    for setting in _SETTINGS:
+        if setting.key not in raw:
+            values[setting.key] = setting.default
+            continue
+        value, source = raw[setting.key]
+        try:
+            values[setting.key] = setting.parse(value)
+        except ValueError as exc:
+            problems.append(f"{setting.key} (from {source}): {exc}")
+
+    node_name = env.get(ENV_NODE_NAME, "").strip()
+    if not node_name:
+        problems.append(f"{ENV_NODE_NAME} is not set; pass it from the downward API (spec.nodeName)")
+
+    profile = PROFILES.get(values.get("profile") or "")
+    if profile is None and "profile" in values:
+        problems.append(f"profile {values['profile']!r} is unknown; choose one of: {', '.join(PROFILES)}")
+
+    driver_name = values.get("driverName") or (profile.default_driver_name if profile else "")
+    if driver_name and (len(driver_name) > MAX_DRIVER_NAME_LENGTH or not is_dns_subdomain(driver_name)):
+        problems.append(
+            f"driverName {driver_name!r} must be a lowercase DNS subdomain of at most "
+            f"{MAX_DRIVER_NAME_LENGTH} characters (e.g. gpu.example.com)"
+        )
+
+    resource_name = values.get("resourceName") or (profile.default_resource_name if profile else "")
+    if resource_name and (reason := extended_resource_name_problem(resource_name)):
+        problems.append(f"resourceName {resource_name!r} is not a valid extended resource name: {reason}")
+
+    if problems:
+        raise ConfigError(problems)
+    assert profile is not None  # guaranteed when no problem was found
+    return DriverConfig(
+        node_name=node_name,
+        profile=profile,
+        driver_name=driver_name,
+        device_count=values["nodeDevices"].get(node_name, values["devicesPerNode"]),
+        resource_name=resource_name,
+        state_dir=values["stateDir"],
+        cdi_dir=values["cdiDir"],
+        plugin_registry_dir=values["pluginRegistryDir"],
+        plugin_data_dir=values["pluginDataDir"],
+        device_plugin_dir=values["devicePluginDir"],
+        delete_slices_on_exit=values["deleteSlicesOnExit"],
+        device_plugin_cdi=values["devicePluginCDI"],
+        ready_file=values["readyFile"],
+    )
