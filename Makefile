@@ -6,8 +6,10 @@ VENV := $(CACHE)/venv
 PY := $(VENV)/bin/python
 DEPS_STAMP := $(VENV)/.deps-$(shell sha256sum pyproject.toml | cut -c1-16)
 export KEP5004_CACHE := $(CACHE)
+# VERSIONS=v1.37.2 limits toolchain and image builds to some pinned Kubernetes versions.
+VERSIONS ?=
 
-.PHONY: venv protos host toolchain images unit test conformance bench clean-clusters
+.PHONY: venv protos host toolchain images unit test conformance clean-clusters
 
 venv: $(DEPS_STAMP)
 $(DEPS_STAMP): pyproject.toml
@@ -23,16 +25,19 @@ host:
 	bash clusters/host/prepare.sh
 
 toolchain: host
-	bash clusters/toolchain/build-all.sh
+	bash clusters/toolchain/build-all.sh $(VERSIONS)
 
 images: toolchain protos
-	bash clusters/images/build-all.sh
+	bash clusters/images/build-all.sh $(VERSIONS)
 
 unit: protos
 	$(PY) -m pytest -m "not cluster" -q
 
+# Unit tests, then the real-cluster tests (clusters kept for reuse), then a conformance run
+# on kind that reuses those clusters and deletes them at the end.
 test: images
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --keep || { $(PY) -m clusters down --all; exit 1; }
+	$(PY) -m conformance.run $(ARGS)
 
 conformance: images
 	$(PY) -m conformance.run $(ARGS)

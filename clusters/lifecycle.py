@@ -20,7 +20,7 @@ from clusters.images import BuiltImages
 from clusters.paths import state_dir
 from clusters.shell import CommandError, run
 from clusters.topology import ClusterSpec, config_hash, render, to_yaml
-from clusters.versions import KubeVersion, kind_bin, kubernetes_bin
+from clusters.versions import KubeVersion, default_version, kind_bin, kubernetes_bin
 
 
 def progress(message: str) -> None:
@@ -42,7 +42,7 @@ class Cluster:
 
     @property
     def kubectl_cmd(self) -> list[str]:
-        return [str(kubernetes_bin(self.version, "kubectl")), f"--kubeconfig={self.kubeconfig}"]
+        return kubectl_cmd(self.kubeconfig, self.version)
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
         return run([*self.kubectl_cmd, *args], input=input, check=check)
@@ -70,6 +70,11 @@ class Cluster:
             if time.monotonic() > end:
                 raise TimeoutError(f"{self.name}: nodes not Ready after {deadline_s:.0f} s: {not_ready}")
             time.sleep(3)
+
+
+def kubectl_cmd(kubeconfig: Path, version: KubeVersion | None = None) -> list[str]:
+    """Our kubectl (of `version`, default the pinned default) against any kubeconfig."""
+    return [str(kubernetes_bin(version or default_version(), "kubectl")), f"--kubeconfig={kubeconfig}"]
 
 
 def _kind_cluster(spec: ClusterSpec, kubeconfig: Path, image: str | None = None) -> KindCluster:

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Build (or reuse) every image: a node image per Kubernetes version, the workload image and
-# the fake driver image. The tags are written to $IMAGES_DIR/tags.env for the Python side.
+# the fake driver image. Usage: build-all.sh [vX.Y.Z ...] (default: every pinned version).
+# The tags are recorded in $IMAGES_DIR/tags.env for the Python side.
 source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 start=$SECONDS
-out=$IMAGES_DIR/tags.env.tmp
-: >"$out"
-for v in $KUBERNETES_VERSIONS; do
-  echo "NODE_IMAGE_${v//./_}=$("$HERE/node.sh" "$v")" >>"$out"
+tags=$IMAGES_DIR/tags.env
+touch "$tags"
+record() {  # KEY VALUE: replace KEY's line in tags.env
+  { grep -v "^$1=" "$tags" || true; echo "$1=$2"; } >"$tags.tmp" && mv "$tags.tmp" "$tags"
+}
+for v in ${*:-$KUBERNETES_VERSIONS}; do
+  record "NODE_IMAGE_${v//./_}" "$("$HERE/node.sh" "$v")"
 done
-echo "WORKLOAD_IMAGE=$("$HERE/workload.sh")" >>"$out"
-echo "DRIVER_IMAGE=$("$HERE/driver.sh")" >>"$out"
-mv "$out" "$IMAGES_DIR/tags.env"
+record WORKLOAD_IMAGE "$("$HERE/workload.sh")"
+record DRIVER_IMAGE "$("$HERE/driver.sh")"
 log "images ready in $((SECONDS - start)) s:"
-sed 's/^/    /' "$IMAGES_DIR/tags.env" >&2
+sed 's/^/    /' "$tags" >&2

@@ -1,0 +1,43 @@
+"""What each container should see versus what its probe says it sees."""
+from __future__ import annotations
+
+from conformance.lib.api import Api, Obj
+from conformance.lib.profile import Profile
+from conformance.lib.special_claim import RESOURCE_API, Findings, claim_status
+from conformance.lib.workloads import probe_container
+
+
+def device_ids(api: Api, profile: Profile) -> dict[tuple[str, str], str]:
+    """(pool, device) -> the id the probe prints, from the driver's ResourceSlices."""
+    attr = profile.probe.device_id_attribute
+    ids = {}
+    for s in api.list(RESOURCE_API, "ResourceSlice"):
+        if s["spec"]["driver"] != profile.driver:
+            continue
+        for d in s["spec"].get("devices") or []:
+            attrs = d.get("attributes") or {}
+            value = attrs.get(attr) or attrs.get(f"{profile.driver}/{attr}") or {}
+            ids[(s["spec"]["pool"]["name"], d["name"])] = next(iter(value.values()), "")
+    return ids
+
+
+def expected_per_container(pod: Obj, claim: Obj, ids: dict[tuple[str, str], str]) -> dict[str, list[str]]:
+    """container -> sorted probe ids of the devices of every request mapped to it."""
+    results = claim["status"]["allocation"]["devices"]["results"]
+    wanted: dict[str, set[str]] = {}
+    for m in claim_status(pod)["requestMappings"]:
+        devs = {ids.get((r["pool"], r["device"]), f"?{r['device']}") for r in results if r["request"] == m["requestName"]}
+        wanted.setdefault(m["containerName"], set()).update(devs)
+    return {c: sorted(v) for c, v in wanted.items()}
+
+
+def check_containers_see(api: Api, profile: Profile, pod: Obj, expected: dict[str, list[str]]) -> Findings:
+    """Every container's probe shows exactly its devices; containers without any see none (CTR-1, KUBELET-2)."""
+    f = Findings()
+    spec = pod["spec"]
+    for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
+        seen = probe_container(api, profile, pod, c["name"])
+        want = expected.get(c["name"], [])
+        f.check(seen.device_ids == want, "CTR-1",
+                f"container {c['name']} sees {seen.device_ids}, expected {want}; probe output: {seen.raw.strip()[:400]!r}")
+    return f

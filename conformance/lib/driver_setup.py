@@ -1,0 +1,63 @@
+"""Bringing the driver under test to the point where the suite can start.
+
+For `deploy: fake-driver` profiles the suite installs fake_driver's manifests; for
+`preinstalled` ones (a vendor's cluster) it only checks that the driver publishes devices.
+Either way it waits until every DRA node's ResourceSlices list the profile's device count.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from conformance.lib.api import Api
+from conformance.lib.profile import Profile
+from conformance.lib.special_claim import RESOURCE_API
+from conformance.lib.waits import wait_for
+from fake_driver import manifests
+
+
+def fake_driver_values(profile: Profile, image: str) -> dict[str, str]:
+    return {"PROFILE": profile.fake_driver_inventory, "IMAGE": image, "DRIVER_NAME": profile.driver,
+            "EXTENDED_RESOURCE_NAME": profile.extended_resource_name,
+            "RESOURCE_NAME": profile.extended_resource_name,
+            "DEVICES_PER_NODE": str(profile.devices_per_node)}
+
+
+def deploy_fake_driver(kubectl, profile: Profile, image: str) -> None:
+    """kubectl: a callable running kubectl against the cluster (args..., input=...)."""
+    values = fake_driver_values(profile, image)
+    kubectl("apply", "-f", "-", input=manifests.render_driver(values))
+    kubectl("apply", "-f", "-", input=manifests.render_deviceclasses(values))
+
+
+def uninstall_fake_driver(kubectl, profile: Profile, image: str) -> None:
+    values = fake_driver_values(profile, image)
+    kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", input=manifests.render_deviceclasses(values))
+    kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", input=manifests.render_driver(values))
+
+
+def dra_nodes(api: Api, profile: Profile) -> list[str]:
+    selector = ",".join(f"{k}={v}" for k, v in profile.dra_node_selector.items())
+    return sorted(n["metadata"]["name"] for n in api.list("v1", "Node", label_selector=selector))
+
+
+def published_devices(api: Api, profile: Profile) -> Counter[str]:
+    """node -> number of devices the driver publishes for it."""
+    counts: Counter[str] = Counter()
+    for s in api.list(RESOURCE_API, "ResourceSlice"):
+        if s["spec"]["driver"] == profile.driver and s["spec"].get("nodeName"):
+            counts[s["spec"]["nodeName"]] += len(s["spec"].get("devices") or [])
+    return counts
+
+
+def wait_published(api: Api, profile: Profile, timeout: float = 180) -> dict[str, int]:
+    nodes = dra_nodes(api, profile)
+    if not nodes:
+        raise RuntimeError(f"no node matches the profile's DRA node selector {profile.dra_node_selector}")
+    start = time.monotonic()
+    wait_for(lambda: all(published_devices(api, profile)[n] == profile.devices_per_node for n in nodes),
+             timeout=timeout, what=f"{profile.driver} to publish {profile.devices_per_node} devices on {nodes}",
+             describe=lambda: str(dict(published_devices(api, profile))), interval=2)
+    print(f"[driver] {profile.driver}: {profile.devices_per_node} devices on each of {nodes} "
+          f"after {time.monotonic() - start:.0f} s", flush=True)
+    return {n: profile.devices_per_node for n in nodes}

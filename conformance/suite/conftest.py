@@ -1,0 +1,93 @@
+"""The conformance suite's fixtures: the cluster under test, the driver profile, isolation,
+version applicability and diagnostics on failure.
+
+The suite always targets an existing cluster (--kubeconfig or KUBECONFIG); `python -m
+conformance.run` makes kind clusters and deploys the fake driver before calling it.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from clusters.versions import KubeVersion
+from conformance.catalogue import requirement
+from conformance.lib import diagnostics, profile as profiles
+from conformance.lib.api import Api
+from conformance.lib.profile import Profile
+from conformance.report.plugin import requirement_ids
+
+pytest_plugins = ["conformance.report.plugin"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kep5004")
+    group.addoption("--kubeconfig", default=os.environ.get("KUBECONFIG"),
+                    help="cluster under test (default: $KUBECONFIG)")
+    group.addoption("--profile", default="fake-gpu", help="driver profile name or path")
+    group.addoption("--diagnostics-dir", type=Path, default=Path("reports/diagnostics"),
+                    help="where failing tests leave events, objects and driver logs")
+
+
+@dataclass(frozen=True)
+class Target:
+    api: Api
+    version: KubeVersion
+    profile: Profile
+
+    @property
+    def minor(self) -> tuple[int, int]:
+        return (self.version.major, self.version.minor)
+
+
+@pytest.fixture(scope="session")
+def target(pytestconfig: pytest.Config) -> Target:
+    kubeconfig = pytestconfig.getoption("--kubeconfig")
+    if not kubeconfig:
+        pytest.fail("no cluster under test: pass --kubeconfig or set KUBECONFIG", pytrace=False)
+    try:
+        profile = profiles.load(pytestconfig.getoption("--profile"))
+    except profiles.ProfileError as err:
+        pytest.fail(str(err), pytrace=False)
+    api = Api(Path(kubeconfig))
+    try:
+        version = api.server_version()
+    except Exception as err:  # unreachable server, bad credentials: say which cluster
+        pytest.fail(f"cluster in {kubeconfig} is unreachable: {err}", pytrace=False)
+    return Target(api, KubeVersion.parse(version.split("+")[0].split("-")[0]), profile)
+
+
+@pytest.fixture(autouse=True)
+def _applicable(request: pytest.FixtureRequest, target: Target) -> None:
+    """Skip, saying why, a test none of whose requirements apply to this server version."""
+    ids = requirement_ids(request.node)
+    verdicts = [requirement(rid).applies_to(target.minor, gate_enabled=True) for rid in ids]
+    if verdicts and not any(ok for ok, _ in verdicts):
+        pytest.skip("not applicable: " + "; ".join(reason for _, reason in verdicts))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, target: Target) -> Iterator[str]:
+    """A fresh namespace per test; on failure its objects and the driver's logs are saved."""
+    name = f"kep5004-{uuid.uuid4().hex[:10]}"
+    target.api.create({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": name, "labels": {"kep5004.io/test": "true"}}})
+    yield name
+    call = getattr(request.node, "report_call", None)
+    if call is not None and call.failed:
+        dest = request.config.getoption("--diagnostics-dir") / diagnostics.safe_name(request.node.nodeid)
+        p = target.profile
+        diagnostics.collect(target.api, name, p.driver_namespace, p.driver_selector, dest)
+    if not request.config.getoption("--keep"):
+        target.api.delete("v1", "Namespace", name)

@@ -1,0 +1,140 @@
+"""The fake driver on a real kind cluster (topology `mixed`: one DRA node, one device-plugin node)."""
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from clusters.images import BuiltImages
+from clusters.lifecycle import Cluster
+from clusters.shell import run
+from conformance.lib import driver_setup, pods
+from conformance.lib.api import Api
+from conformance.lib.devices import device_ids
+from conformance.lib.profile import Profile, load
+from conformance.lib.special_claim import RESOURCE_API, allocated_devices
+from conformance.lib.waits import wait_for
+from conformance.lib.workloads import probe_container
+from fake_driver.manifests import DEVICE_PLUGIN_DAEMONSET, DRA_DAEMONSET, NAMESPACE
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="session")
+def profile() -> Profile:
+    return load("fake-gpu")
+
+
+@pytest.fixture(scope="session")
+def driver(mixed_cluster: Cluster, profile: Profile) -> Iterator[Api]:
+    images = BuiltImages.load()
+    mixed_cluster.load_images(images.workload, images.driver)
+    driver_setup.deploy_fake_driver(mixed_cluster.kubectl, profile, images.driver)
+    api = Api(mixed_cluster.kubeconfig)
+    for ds in (DRA_DAEMONSET, DEVICE_PLUGIN_DAEMONSET):
+        mixed_cluster.kubectl("-n", NAMESPACE, "rollout", "status", f"daemonset/{ds}", "--timeout=180s")
+    driver_setup.wait_published(api, profile)
+    yield api
+
+
+@pytest.fixture
+def ns(driver: Api, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = f"fg-{uuid.uuid4().hex[:8]}"
+    driver.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    yield name
+    if not request.config.getoption("--keep"):
+        driver.delete("v1", "Namespace", name)
+
+
+def node_with_mode(api: Api, mode: str) -> str:
+    return api.list("v1", "Node", label_selector=f"fake-gpu.kep5004.io/mode={mode}")[0]["metadata"]["name"]
+
+
+def claim_pod(name: str, image: str, claim: str) -> dict:
+    p = pods.pod(name, [pods.container("main", image, {})])
+    p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim}]
+    p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+    return p
+
+
+def test_daemonsets_ready_and_slices_list_all_devices(driver: Api, profile: Profile) -> None:
+    for ds in (DRA_DAEMONSET, DEVICE_PLUGIN_DAEMONSET):
+        status = driver.get("apps/v1", "DaemonSet", ds, NAMESPACE)["status"]
+        assert status["numberReady"] == status["desiredNumberScheduled"] == 1, f"{ds}: {status}"
+    dra_node = node_with_mode(driver, "dra")
+    assert dict(driver_setup.published_devices(driver, profile)) == {dra_node: profile.devices_per_node}
+
+
+def test_claim_for_two_gpus_sees_exactly_them(driver: Api, profile: Profile, ns: str) -> None:
+    driver.create({"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "two"},
+                   "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                       "deviceClassName": profile.device_class, "count": 2}}]}}}, ns)
+    driver.create(claim_pod("two-gpus", profile.workload_image, "two"), ns)
+    pod = pods.wait_running(driver, ns, "two-gpus")
+    claim = driver.get(RESOURCE_API, "ResourceClaim", "two", ns)
+    ids = device_ids(driver, profile)
+    want = sorted(ids[d] for d in allocated_devices(claim))
+    seen = probe_container(driver, profile, pod, "main")
+    assert len(want) == 2 and seen.device_ids == want, f"probe saw {seen.raw!r}, allocated {want}"
+    assert "via=dra" in seen.raw and "env=ok" in seen.raw, seen.raw
+
+
+def test_device_plugin_node_serves_the_name(driver: Api, profile: Profile, ns: str) -> None:
+    dp_node, dra_node = node_with_mode(driver, "device-plugin"), node_with_mode(driver, "dra")
+    name = profile.extended_resource_name
+    wait_for(lambda: driver.get("v1", "Node", dp_node)["status"]["allocatable"].get(name) == str(profile.devices_per_node),
+             timeout=60, what=f"{dp_node} to advertise {name}",
+             describe=lambda: json.dumps(driver.get("v1", "Node", dp_node)["status"]["allocatable"]))
+    assert name not in driver.get("v1", "Node", dra_node)["status"]["allocatable"], "DRA node advertises the name"
+    p = pods.pod("dp-one", [pods.container("main", profile.workload_image, {name: 1})])
+    p["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "device-plugin"}
+    driver.create(p, ns)
+    pod = pods.wait_running(driver, ns, "dp-one")
+    seen = probe_container(driver, profile, pod, "main")
+    assert len(seen.device_ids) == 1 and "via=device-plugin" in seen.raw and "env=ok" in seen.raw, seen.raw
+    assert not (pod.get("status") or {}).get("extendedResourceClaimStatus"), "device-plugin pod got a DRA claim status"
+
+
+def cdi_specs(node: str) -> set[str]:
+    """CDI spec files on a kind node (the node is a Docker container)."""
+    return set(run(["docker", "exec", node, "sh", "-c", "ls /var/run/cdi 2>/dev/null || true"]).split())
+
+
+def test_deleting_a_pod_removes_its_cdi_spec(driver: Api, profile: Profile, ns: str) -> None:
+    node = node_with_mode(driver, "dra")
+    driver.create({"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "one"},
+                   "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": profile.device_class}}]}}}, ns)
+    driver.create(claim_pod("cdi", profile.workload_image, "one"), ns)
+    pods.wait_running(driver, ns, "cdi")
+    uid = driver.get(RESOURCE_API, "ResourceClaim", "one", ns)["metadata"]["uid"]
+    assert any(uid in f for f in cdi_specs(node)), f"no CDI spec for claim {uid}"
+    driver.delete("v1", "Pod", "cdi", ns)
+    wait_for(lambda: not any(uid in f for f in cdi_specs(node)), timeout=90,
+             what=f"the CDI spec of claim {uid} to be removed", describe=lambda: str(cdi_specs(node)))
+
+
+def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, profile: Profile, ns: str) -> None:
+    name = profile.extended_resource_name
+    first = pods.pod("before", [pods.container("main", profile.workload_image, {name: 1})])
+    first["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "dra"}
+    driver.create(first, ns)
+    before = pods.wait_running(driver, ns, "before")
+    mixed_cluster.kubectl("-n", NAMESPACE, "rollout", "restart", f"daemonset/{DRA_DAEMONSET}")
+    mixed_cluster.kubectl("-n", NAMESPACE, "rollout", "status", f"daemonset/{DRA_DAEMONSET}", "--timeout=180s")
+    after = pods.get(driver, ns, "before")
+    assert after["status"]["phase"] == "Running"
+    assert after["status"]["containerStatuses"][0]["restartCount"] == before["status"]["containerStatuses"][0]["restartCount"]
+    second = pods.pod("after", [pods.container("main", profile.workload_image, {name: 1})])
+    second["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "dra"}
+    driver.create(second, ns)
+    pods.wait_running(driver, ns, "after")
+
+
+def test_zz_uninstall_removes_resource_slices(mixed_cluster: Cluster, driver: Api, profile: Profile) -> None:
+    """Runs last in this module: it removes the driver."""
+    driver_setup.uninstall_fake_driver(mixed_cluster.kubectl, profile, BuiltImages.load().driver)
+    wait_for(lambda: not driver_setup.published_devices(driver, profile), timeout=120,
+             what="the driver's ResourceSlices to be removed",
+             describe=lambda: str(dict(driver_setup.published_devices(driver, profile))))
