@@ -93,7 +93,10 @@ def _cluster_dir(name: str) -> Path:
 
 
 def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts | None = None) -> Cluster:
-    """Reuse the cluster if it was made from the same rendered config, otherwise (re)create it."""
+    """Reuse the cluster if it was made from the same rendered config, otherwise (re)create it.
+
+    Either way the workload and driver images are loaded (kind skips nodes that have them).
+    """
     images = images or BuiltImages.load()
     host = host or HostFacts.detect()
     for tool in (kind_bin(), kubernetes_bin(spec.version, "kubectl")):
@@ -111,6 +114,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
         if hash_file.exists() and hash_file.read_text() == wanted and kubeconfig.exists():
             progress(f"{spec.name}: reusing (config {wanted} unchanged)")
             cluster.wait_nodes_ready(deadline_s=120)
+            cluster.load_images(images.workload, images.driver)
             return cluster
         progress(f"{spec.name}: config changed, recreating")
         delete(spec.name)
@@ -126,6 +130,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
         progress(f"{spec.name}: installing pod network")
         network.install(cluster.kubectl_cmd)
         cluster.wait_nodes_ready()
+        cluster.load_images(images.workload, images.driver)
     except BaseException:
         # Ctrl-C or a failure: leave nothing half-created behind.
         progress(f"{spec.name}: creation failed, deleting the partial cluster")

@@ -77,7 +77,6 @@ def on_kind(args: argparse.Namespace, profile: profiles.Profile) -> int:
     for version in [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions():
         cluster = lifecycle.ensure(ClusterSpec(args.topology, version), images)
         try:
-            cluster.load_images(images.workload, images.driver)
             if profile.deploy == "fake-driver":
                 log(f"{cluster.name}: deploying the fake driver ({images.driver})")
                 driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)

@@ -11,9 +11,10 @@ record() {  # KEY VALUE: replace KEY's line in tags.env
   { grep -v "^$1=" "$tags" || true; echo "$1=$2"; } >"$tags.tmp" && mv "$tags.tmp" "$tags"
 }
 for v in ${*:-$KUBERNETES_VERSIONS}; do
-  record "NODE_IMAGE_${v//./_}" "$("$HERE/node.sh" "$v")"
+  tag=$("$HERE/node.sh" "$v")  # an assignment, so that a failure stops the script
+  record "NODE_IMAGE_${v//./_}" "$tag"
 done
-record WORKLOAD_IMAGE "$("$HERE/workload.sh")"
-record DRIVER_IMAGE "$("$HERE/driver.sh")"
+tag=$("$HERE/workload.sh"); record WORKLOAD_IMAGE "$tag"
+tag=$("$HERE/driver.sh"); record DRIVER_IMAGE "$tag"
 log "images ready in $((SECONDS - start)) s:"
 sed 's/^/    /' "$tags" >&2

@@ -17,7 +17,7 @@ if image_current "$tag" "$hash"; then log "node base image $tag: reused"; echo "
 
 rootfs_archive=$(rootfs_tar node "$PKGS")
 root=$(mktemp -d "$CACHE_ROOT/work/node-base.XXXX")
-trap 'rm -rf "$root" "$root.files"' EXIT
+trap 'rm -rf "$root" "$root.files" "$root.ctx"' EXIT
 tar -C "$root" -xf "$rootfs_archive"
 
 # kind's node files; module zips drop file modes, so set them as the kind image does.
@@ -44,7 +44,7 @@ chroot "$root" /bin/bash -euc '
   echo ReadKMsg=no >> /etc/systemd/journald.conf
   ln -sf /usr/lib/systemd/systemd /sbin/init
   systemctl enable kubelet.service containerd.service undo-mount-hacks.service
-  systemctl mask systemd-binfmt.service'
+  systemctl mask systemd-binfmt.service' >&2  # stdout carries only the tag
 
 # The runtime spec every pod container starts from: containerd's default, plus kind's
 # product-uuid hook, minus rlimits (a container cannot raise them on our hosts).
@@ -56,8 +56,11 @@ spec["process"].pop("rlimits", None)
 json.dump(spec, sys.stdout, indent=2)' >"$root/etc/containerd/cri-base.json"
 
 log "importing node base image $tag"
-tar -C "$root" -c . | docker import \
-  --change 'ENV container=docker' --change 'STOPSIGNAL SIGRTMIN+3' \
-  --change "LABEL $HASH_LABEL=$hash" \
-  --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' - "$tag" >/dev/null
+tar -C "$root" -c . | docker import - "$tag-rootfs" >/dev/null
+# docker import cannot set STOPSIGNAL (systemd shuts down cleanly on SIGRTMIN+3); a build can.
+ctx=$root.ctx; mkdir -p "$ctx"
+printf '%s\n' "FROM $tag-rootfs" 'ENV container=docker' 'STOPSIGNAL SIGRTMIN+3' \
+  'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' >"$ctx/Dockerfile"
+build_from_context "$tag" "$hash" "$ctx"
+docker rmi "$tag-rootfs" >/dev/null
 echo "$tag"

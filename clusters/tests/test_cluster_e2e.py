@@ -83,7 +83,7 @@ def test_pods_run_on_every_worker(api: Api, namespace: str, qos: str) -> None:
     names = []
     for i, node in enumerate(workers(api)):
         # Also proves in-cluster access to the API server through its ClusterIP service.
-        command = 'nc -z -w 5 "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT" && echo api-reachable'
+        command = 'nc -w 5 "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT" </dev/null && echo api-reachable'
         api.create(pod(f"{qos.lower()}-{i}", node, image, command, resources), namespace)
         names.append(f"{qos.lower()}-{i}")
     for name in names:

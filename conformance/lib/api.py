@@ -56,7 +56,6 @@ class Api:
         group, _, version = group_version.rpartition("/")
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
-            self.client.call_api(path, "GET", response_type="object", _return_http_data_only=True)
-            return True
-        except Exception:  # any error means "not served" for this question
+            return self.dynamic.request("GET", path).groupVersion == group_version
+        except NotFoundError:
             return False

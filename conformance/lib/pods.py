@@ -65,3 +65,201 @@ def wait_unschedulable(api: Api, namespace: str, name: str, timeout: float = 60)
     return wait_for(lambda: (p := api.get("v1", "Pod", name, namespace)) and
                     condition(p, "PodScheduled").get("reason") == "Unschedulable" and p,
                     timeout=timeout, what=f"pod {name} to be Unschedulable", describe=lambda: summary(api, namespace, name))
+
+
+# --- Helpers for the catalogue tests (allocation, naming, claims, containers, quota, workloads) ---
+
+import time  # noqa: E402  (appended section; only used as a clock by the waits below)
+import uuid as _uuid  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+
+from conformance.lib.waits import holds_for  # noqa: E402
+
+RESOURCE_API = "resource.k8s.io/v1"
+IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+@contextmanager
+def requirement(req_id: str) -> Iterator[None]:
+    """Prefix an AssertionError raised inside (e.g. a WaitTimeout) with `[req_id]`, unless it
+    already starts with a requirement tag, so every failure names the requirement it violates."""
+    try:
+        yield
+    except AssertionError as err:
+        text = str(err)
+        if text.startswith("["):
+            raise
+        raise type(err)(f"[{req_id}] {text}") from None
+
+
+def device_class(name: str, driver: str, extended_resource_name: str | None = None) -> Obj:
+    """A DeviceClass selecting every device of `driver`, optionally with an explicit name."""
+    spec: Obj = {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}
+    if extended_resource_name is not None:
+        spec["extendedResourceName"] = extended_resource_name
+    return {"apiVersion": RESOURCE_API, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+
+
+def create_device_class(api: Api, request, driver: str, extended_resource_name: str | None = None,
+                        prefix: str = "cls", name: str | None = None) -> Obj:
+    """Create a uniquely named DeviceClass; it is deleted when the test ends unless --keep."""
+    name = name or f"{prefix}-{_uuid.uuid4().hex[:8]}.kep5004.io"
+    created = api.create(device_class(name, driver, extended_resource_name))
+    if not request.config.getoption("--keep"):
+        request.addfinalizer(lambda: api.delete(RESOURCE_API, "DeviceClass", name))
+    return created
+
+
+def user_claim(name: str, device_class_name: str, count: int = 1, request_name: str = "gpu") -> Obj:
+    """An ordinary ResourceClaim asking for `count` devices of a class."""
+    return {"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": request_name, "exactly": {
+                "deviceClassName": device_class_name, "allocationMode": "ExactCount", "count": count}}]}}}
+
+
+def dra_capacity(api: Api, driver: str) -> dict[str, int]:
+    """node -> number of devices the driver publishes for it (node-local ResourceSlices)."""
+    counts: dict[str, int] = {}
+    for s in api.list(RESOURCE_API, "ResourceSlice"):
+        if s["spec"]["driver"] == driver and s["spec"].get("nodeName"):
+            node = s["spec"]["nodeName"]
+            counts[node] = counts.get(node, 0) + len(s["spec"].get("devices") or [])
+    return counts
+
+
+def pool_nodes(api: Api, driver: str) -> dict[str, str]:
+    """pool name -> node of the driver's node-local ResourceSlices."""
+    return {s["spec"]["pool"]["name"]: s["spec"]["nodeName"] for s in api.list(RESOURCE_API, "ResourceSlice")
+            if s["spec"]["driver"] == driver and s["spec"].get("nodeName")}
+
+
+def owned_claims(api: Api, namespace: str, name: str) -> list[str]:
+    """Names of the claims in the namespace whose controller is the named pod (any uid)."""
+    found = api.get("v1", "Pod", name, namespace)
+    if not found:
+        return []
+    uid = found["metadata"]["uid"]
+    return [c["metadata"]["name"] for c in api.list(RESOURCE_API, "ResourceClaim", namespace)
+            if any(o.get("uid") == uid and o.get("controller") for o in c["metadata"].get("ownerReferences") or [])]
+
+
+def unscheduled_state(api: Api, namespace: str, name: str) -> str:
+    """The pod summary plus the claims it owns: what a Pending-pod assertion shows."""
+    return f"{summary(api, namespace, name)}\nclaims owned by the pod: {owned_claims(api, namespace, name)}"
+
+
+def is_unscheduled(api: Api, namespace: str, name: str, reason: str | None = "Unschedulable") -> bool:
+    """Pending, PodScheduled=False (with `reason` unless None), no nodeName, no claim, no status."""
+    p = api.get("v1", "Pod", name, namespace)
+    if not p:
+        return False
+    cond = condition(p, "PodScheduled")
+    status = p.get("status") or {}
+    return (status.get("phase") == "Pending" and not p["spec"].get("nodeName")
+            and cond.get("status") == "False" and (reason is None or cond.get("reason") == reason)
+            and not status.get("extendedResourceClaimStatus") and not owned_claims(api, namespace, name))
+
+
+def assert_stays_unscheduled(api: Api, namespace: str, name: str, req_id: str, duration: float = 15,
+                             reason: str | None = "Unschedulable") -> None:
+    """Wait until the pod is unscheduled (see is_unscheduled), then require that for `duration` s."""
+    what = (f"pod {name} Pending with PodScheduled=False{f' ({reason})' if reason else ''}, "
+            "no special claim and no extendedResourceClaimStatus")
+    with requirement(req_id):
+        wait_for(lambda: is_unscheduled(api, namespace, name, reason), timeout=90, what=what,
+                 describe=lambda: unscheduled_state(api, namespace, name))
+        holds_for(lambda: is_unscheduled(api, namespace, name, reason), duration=duration, what=what,
+                  describe=lambda: unscheduled_state(api, namespace, name))
+
+
+def wait_failed_scheduling_event(api: Api, namespace: str, name: str, timeout: float = 60) -> Obj:
+    """A FailedScheduling event for the pod (its message is not looked at: it is not stable)."""
+    def find() -> Obj | None:
+        events = api.list("v1", "Event", namespace, field_selector=f"involvedObject.name={name}")
+        return next((e for e in events if e.get("reason") == "FailedScheduling"), None)
+    return wait_for(find, timeout=timeout, what=f"a FailedScheduling event for pod {name}",
+                    describe=lambda: str([(e.get("reason"), e.get("type")) for e in
+                                          api.list("v1", "Event", namespace, field_selector=f"involvedObject.name={name}")]))
+
+
+def wait_gone(api: Api, api_version: str, kind: str, name: str, namespace: str | None, timeout: float = 180) -> None:
+    """Wait until the object no longer exists (NotFound)."""
+    wait_for(lambda: api.get(api_version, kind, name, namespace) is None, timeout=timeout, interval=2,
+             what=f"{kind} {namespace + '/' if namespace else ''}{name} to be deleted",
+             describe=lambda: json.dumps({k: v for k, v in ((api.get(api_version, kind, name, namespace) or {})
+                                                            .get("metadata") or {}).items()
+                                          if k in ("deletionTimestamp", "finalizers", "ownerReferences")}))
+
+
+def wait_elapsed(seconds: float) -> None:
+    """Let at least `seconds` of wall-clock time pass, through the suite's deadline wait (used where
+    a later creationTimestamp is needed; timestamps have one-second granularity)."""
+    start = time.monotonic()
+    wait_for(lambda: time.monotonic() - start >= seconds, timeout=seconds + 5, interval=0.1,
+             what=f"{seconds} s to pass")
+
+
+def claim_devices(api: Api, namespace: str, claim_name: str) -> list[tuple[str, str]]:
+    """(pool, device) pairs allocated to a claim; [] if it is gone or not allocated."""
+    claim = api.get(RESOURCE_API, "ResourceClaim", claim_name, namespace) or {}
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return sorted((r["pool"], r["device"]) for r in (allocation.get("devices") or {}).get("results", []))
+
+
+def user_claim_names(p: Obj) -> dict[str, str]:
+    """pod-level claim name (spec.resourceClaims[].name) -> ResourceClaim name."""
+    statuses = {s["name"]: s.get("resourceClaimName") for s in (p.get("status") or {}).get("resourceClaimStatuses") or []}
+    return {rc["name"]: rc.get("resourceClaimName") or statuses.get(rc["name"])
+            for rc in p["spec"].get("resourceClaims") or []}
+
+
+def user_claim_devices(api: Api, p: Obj, ids: dict[tuple[str, str], str]) -> dict[str, list[str]]:
+    """container -> probe ids of the devices of the ordinary claims it references (resources.claims)."""
+    names = user_claim_names(p)
+    namespace = p["metadata"]["namespace"]
+    wanted: dict[str, set[str]] = {}
+    spec = p["spec"]
+    for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
+        for ref in (c.get("resources") or {}).get("claims") or []:
+            claim = api.get(RESOURCE_API, "ResourceClaim", names.get(ref["name"]) or "", namespace) if names.get(ref["name"]) else None
+            results = (((claim or {}).get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+            devs = {ids.get((r["pool"], r["device"]), f"?{r['device']}") for r in results
+                    if not ref.get("request") or r["request"] == ref["request"]}
+            wanted.setdefault(c["name"], set()).update(devs)
+    return {c: sorted(v) for c, v in wanted.items()}
+
+
+def verify_served(target, p: Obj, classes: dict[str, str] | None = None, exact_counts: bool = True):
+    """scenario.run_pod_and_verify for a pod that already runs (created earlier, by a controller or
+    from a manifest): the special claim, the status and what each container sees. Devices of the
+    pod's ordinary ResourceClaims are added to what their containers should see."""
+    from conformance.lib.devices import check_containers_see, device_ids, expected_per_container
+    from conformance.lib.scenario import Served
+    from conformance.lib.special_claim import check_special_claim, special_claim
+
+    api, profile = target.api, target.profile
+    classes = classes or {profile.extended_resource_name: profile.device_class,
+                          profile.implicit_resource_name: profile.device_class}
+    claim = special_claim(api, p)
+    findings = check_special_claim(p, claim, classes, profile.driver, exact_counts)
+    assert not findings, observed(findings.render(), p, claim)
+    ids = device_ids(api, profile)
+    expected = expected_per_container(p, claim, ids)
+    for c, devs in user_claim_devices(api, p, ids).items():
+        expected[c] = sorted(set(expected.get(c, [])) | set(devs))
+    seen = check_containers_see(api, profile, p, expected)
+    assert not seen, observed(seen.render(), p, claim)
+    return Served(p, claim, expected)
+
+
+def observed(problems: str, p: Obj | None, claim: Obj | None = None) -> str:
+    """Problems followed by the pod status and the claim, for assertion messages."""
+    shown = {"pod": p and {"name": p["metadata"]["name"], "uid": p["metadata"].get("uid"),
+                           "nodeName": p["spec"].get("nodeName"), "status": {
+                               k: (p.get("status") or {}).get(k) for k in
+                               ("phase", "conditions", "extendedResourceClaimStatus", "resourceClaimStatuses")}},
+             "claim": claim and {"metadata": {k: claim["metadata"].get(k) for k in
+                                              ("name", "uid", "annotations", "ownerReferences", "finalizers")},
+                                 "spec": claim.get("spec"), "status": claim.get("status")}}
+    return f"{problems}\nobserved:\n{json.dumps(shown, indent=1, default=str)}"

@@ -29,9 +29,7 @@ def profile() -> Profile:
 
 @pytest.fixture(scope="session")
 def driver(mixed_cluster: Cluster, profile: Profile) -> Iterator[Api]:
-    images = BuiltImages.load()
-    mixed_cluster.load_images(images.workload, images.driver)
-    driver_setup.deploy_fake_driver(mixed_cluster.kubectl, profile, images.driver)
+    driver_setup.deploy_fake_driver(mixed_cluster.kubectl, profile, BuiltImages.load().driver)
     api = Api(mixed_cluster.kubeconfig)
     for ds in (DRA_DAEMONSET, DEVICE_PLUGIN_DAEMONSET):
         mixed_cluster.kubectl("-n", NAMESPACE, "rollout", "status", f"daemonset/{ds}", "--timeout=180s")
