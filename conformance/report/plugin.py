@@ -14,7 +14,7 @@ import pytest
 from conformance.catalogue import requirement as lookup
 from conformance.catalogue.model import UnknownRequirementError
 
-MARKER = "requirement"
+from conformance.report.markers import MARKER, requirement_ids
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,10 +28,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # Only the process that receives every report writes: the xdist controller, or a plain run.
     if path is not None and not hasattr(config, "workerinput"):
         config.pluginmanager.register(ResultsWriter(path), "kep5004-results")
-
-
-def requirement_ids(item: pytest.Item) -> list[str]:
-    return [rid for m in item.iter_markers(MARKER) for rid in m.args]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -19,15 +19,14 @@ from conformance.catalogue import requirement
 from conformance.lib import diagnostics, profile as profiles
 from conformance.lib.api import Api
 from conformance.lib.profile import Profile
-from conformance.report.plugin import requirement_ids
+from conformance.report.markers import requirement_ids
 
 pytest_plugins = ["conformance.report.plugin"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    # --kubeconfig (the cluster under test) is pytest-kind's option; ours falls back to $KUBECONFIG.
     group = parser.getgroup("kep5004")
-    group.addoption("--kubeconfig", default=os.environ.get("KUBECONFIG"),
-                    help="cluster under test (default: $KUBECONFIG)")
     group.addoption("--profile", default="fake-gpu", help="driver profile name or path")
     group.addoption("--diagnostics-dir", type=Path, default=Path("reports/diagnostics"),
                     help="where failing tests leave events, objects and driver logs")
@@ -46,7 +45,7 @@ class Target:
 
 @pytest.fixture(scope="session")
 def target(pytestconfig: pytest.Config) -> Target:
-    kubeconfig = pytestconfig.getoption("--kubeconfig")
+    kubeconfig = pytestconfig.getoption("--kubeconfig") or os.environ.get("KUBECONFIG")
     if not kubeconfig:
         pytest.fail("no cluster under test: pass --kubeconfig or set KUBECONFIG", pytrace=False)
     try:
