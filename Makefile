@@ -9,7 +9,7 @@ export KEP5004_CACHE := $(CACHE)
 # VERSIONS=v1.37.2 limits toolchain and image builds to some pinned Kubernetes versions.
 VERSIONS ?=
 
-.PHONY: venv protos host toolchain images unit test conformance clean-clusters
+.PHONY: venv protos host toolchain images unit test conformance bench clean-clusters
 
 venv: $(DEPS_STAMP)
 $(DEPS_STAMP): pyproject.toml
@@ -41,6 +41,10 @@ test: images
 
 conformance: images
 	$(PY) -m conformance.run $(ARGS)
+
+# Side-by-side measurements (DRA vs device plugin) on a mixed kind cluster; prints ratios.
+bench: images
+	$(PY) -m conformance.bench $(ARGS)
 
 clean-clusters: venv
 	$(PY) -m clusters delete --all
