@@ -31,6 +31,31 @@ def expected_per_container(pod: Obj, claim: Obj, ids: dict[tuple[str, str], str]
     return {c: sorted(v) for c, v in wanted.items()}
 
 
+def user_claim_devices(api: Api, profile: Profile, pod: Obj, ids: dict[tuple[str, str], str]) -> dict[str, list[str]]:
+    """container -> probe ids of the profile driver's devices in the pod's own claims that it uses."""
+    ns = pod["metadata"]["namespace"]
+    generated = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    claim_of = {c["name"]: c.get("resourceClaimName") or generated.get(c["name"]) for c in pod["spec"].get("resourceClaims") or []}
+    wanted: dict[str, list[str]] = {}
+    spec = pod["spec"]
+    for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
+        for ref in (c.get("resources") or {}).get("claims") or []:
+            claim = claim_of.get(ref["name"]) and api.get(RESOURCE_API, "ResourceClaim", claim_of[ref["name"]], ns)
+            results = (((claim or {}).get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+            wanted.setdefault(c["name"], []).extend(
+                ids.get((r["pool"], r["device"]), f"?{r['device']}") for r in results
+                if r["driver"] == profile.driver and ref.get("request") in (None, r["request"]))
+    return wanted
+
+
+def merge(*maps: dict[str, list[str]]) -> dict[str, list[str]]:
+    out: dict[str, set[str]] = {}
+    for m in maps:
+        for k, v in m.items():
+            out.setdefault(k, set()).update(v)
+    return {k: sorted(v) for k, v in out.items()}
+
+
 def check_containers_see(api: Api, profile: Profile, pod: Obj, expected: dict[str, list[str]]) -> Findings:
     """Every container's probe shows exactly its devices; containers without any see none (CTR-1, KUBELET-2)."""
     f = Findings()

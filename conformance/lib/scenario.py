@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from conformance.lib import pods
 from conformance.lib.api import Obj
-from conformance.lib.devices import check_containers_see, device_ids, expected_per_container
+from conformance.lib.devices import check_containers_see, device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.special_claim import check_special_claim, special_claim
 
 
@@ -33,7 +33,8 @@ def run_pod_and_verify(target, namespace: str, pod_obj: Obj, classes: dict[str, 
     claim = special_claim(api, pod)
     findings = check_special_claim(pod, claim, classes, profile.driver, exact_counts)
     assert not findings, _report(findings.render(), pod, claim)
-    expected = expected_per_container(pod, claim, device_ids(api, profile))
+    ids = device_ids(api, profile)
+    expected = merge(expected_per_container(pod, claim, ids), user_claim_devices(api, profile, pod, ids))
     seen = check_containers_see(api, profile, pod, expected)
     assert not seen, _report(seen.render(), pod, claim)
     return Served(pod, claim, expected)
