@@ -8,7 +8,7 @@ from pathlib import Path
 from clusters import lifecycle
 from clusters.images import ImagesMissingError
 from clusters.shell import CommandError
-from clusters.topology import TOPOLOGIES, ClusterSpec, TopologyError
+from clusters.topology import TOPOLOGIES, ClusterSpec, TopologyError, parse_gates
 from clusters.versions import UnknownVersionError, resolve
 
 
@@ -18,6 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     up = sub.add_parser("up", help="create or reuse a cluster")
     up.add_argument("--topology", default="dra", choices=sorted(TOPOLOGIES))
     up.add_argument("--version", help="Kubernetes version, e.g. 1.36 or v1.37.2 (default: the pinned default)")
+    up.add_argument("--feature-gates", default="", help="gate overrides, e.g. DRAExtendedResource=false")
     down = sub.add_parser("down", help="delete clusters made by this project")
     down.add_argument("names", nargs="*")
     down.add_argument("--all", action="store_true")
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "up":
-            cluster = lifecycle.ensure(ClusterSpec(args.topology, resolve(args.version)))
+            cluster = lifecycle.ensure(ClusterSpec(args.topology, resolve(args.version), gates=parse_gates(args.feature_gates)))
             print(f"{cluster.name}: KUBECONFIG={cluster.kubeconfig}")
         elif args.command == "down":
             names = [n for n in lifecycle.existing_clusters() if n.startswith("kep5004-")] if args.all else args.names

@@ -33,7 +33,21 @@ class ClusterSpec:
 
     @property
     def name(self) -> str:
-        return f"kep5004-{self.topology}-{self.version.major}{self.version.minor}{self.name_suffix}"
+        # Gate overrides make a different cluster, so they get a different name.
+        gates = ",".join(f"{k}={v}" for k, v in sorted(self.gates.items()))
+        tag = f"-g{hashlib.sha256(gates.encode()).hexdigest()[:6]}" if gates else ""
+        return f"kep5004-{self.topology}-{self.version.major}{self.version.minor}{tag}{self.name_suffix}"
+
+
+def parse_gates(text: str) -> dict[str, bool]:
+    """'A=false,B=true' -> {'A': False, 'B': True}; anything else is an error."""
+    gates = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        if value.lower() not in ("true", "false") or not name:
+            raise TopologyError(f"feature gate {item!r} is not NAME=true|false")
+        gates[name] = value.lower() == "true"
+    return gates
 
 
 def feature_gates(spec: ClusterSpec) -> dict[str, bool]:

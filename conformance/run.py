@@ -20,7 +20,7 @@ from clusters import lifecycle
 from clusters.images import BuiltImages, ImagesMissingError
 from clusters.paths import REPO_ROOT
 from clusters.shell import CommandError, run
-from clusters.topology import ClusterSpec
+from clusters.topology import ClusterSpec, TopologyError, parse_gates
 from clusters.versions import UnknownVersionError, resolve, supported_versions
 from conformance.lib import driver_setup, profile as profiles
 from conformance.lib.api import Api
@@ -75,7 +75,7 @@ def on_kind(args: argparse.Namespace, profile: profiles.Profile) -> int:
     images = BuiltImages.load()
     worst = 0
     for version in [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions():
-        cluster = lifecycle.ensure(ClusterSpec(args.topology, version), images)
+        cluster = lifecycle.ensure(ClusterSpec(args.topology, version, gates=parse_gates(args.feature_gates)), images)
         try:
             if profile.deploy == "fake-driver":
                 log(f"{cluster.name}: deploying the fake driver ({images.driver})")
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kubeconfig", type=Path, help="run against this existing cluster; no kind cluster is made")
     p.add_argument("--k8s-versions", default="", help="kind mode: comma-separated versions (default: all pinned)")
     p.add_argument("--topology", default="dra", help="kind mode: cluster topology (default: dra)")
+    p.add_argument("--feature-gates", default="", help="kind mode: gate overrides, e.g. DRAExtendedResource=false")
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
     p.add_argument("-k", default="", help="pytest -k expression to select tests")
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         profile = profiles.load(args.profile)  # a bad profile stops us before anything is created
         return on_existing(args, profile) if args.kubeconfig else on_kind(args, profile)
-    except (profiles.ProfileError, UnknownVersionError, ImagesMissingError, CommandError, TimeoutError, RuntimeError) as err:
+    except (profiles.ProfileError, TopologyError, UnknownVersionError, ImagesMissingError, CommandError, TimeoutError, RuntimeError) as err:
         log(f"error: {err}")
         return 2
 

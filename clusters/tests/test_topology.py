@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from clusters.host import HostFacts
-from clusters.topology import MODE_LABEL, ClusterSpec, TopologyError, config_hash, render
+from clusters.topology import MODE_LABEL, ClusterSpec, TopologyError, config_hash, parse_gates, render
 from clusters.versions import FEATURE_GATE, KubeVersion, UnknownVersionError, resolve, supported_versions
 
 V135, V136, V137 = (KubeVersion(1, m, 0) for m in (35, 36, 37))
@@ -73,6 +73,14 @@ def test_config_hash_changes_with_config_and_image() -> None:
 def test_cluster_names_differ_per_topology_and_version() -> None:
     assert ClusterSpec("dra", V137).name == "kep5004-dra-137"
     assert ClusterSpec("mixed", V136).name == "kep5004-mixed-136"
+
+
+def test_gate_overrides_parse_and_name_the_cluster() -> None:
+    assert parse_gates("DRAExtendedResource=false, Other=TRUE") == {FEATURE_GATE: False, "Other": True}
+    with pytest.raises(TopologyError, match="NAME=true"):
+        parse_gates("DRAExtendedResource")
+    off = ClusterSpec("dra", V136, gates={FEATURE_GATE: False})
+    assert off.name.startswith("kep5004-dra-136-g") and off.name != ClusterSpec("dra", V136).name
 
 
 def test_version_resolution() -> None:
