@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -126,7 +127,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     start = time.monotonic()
     progress(f"{spec.name}: creating ({spec.topology}, Kubernetes {spec.version.tag}, config {config_path})")
     try:
-        _kind_cluster(spec, kubeconfig, node_image).create(config_path)
+        _create_with_retry(spec, kubeconfig, node_image, config_path)
         progress(f"{spec.name}: installing pod network")
         network.install(cluster.kubectl_cmd)
         cluster.wait_nodes_ready()
@@ -139,6 +140,22 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     hash_file.write_text(wanted)
     progress(f"{spec.name}: ready in {time.monotonic() - start:.0f} s")
     return cluster
+
+
+def _create_with_retry(spec: ClusterSpec, kubeconfig: Path, node_image: str, config_path: Path,
+                       attempts: int = 2) -> None:
+    """kind create, once more after a failure: on a loaded 2-core host kubeadm's wait for the
+    API server can time out. Logs of failed attempts are kept under <state>/failed/."""
+    for attempt in range(1, attempts + 1):
+        try:
+            _kind_cluster(spec, kubeconfig, node_image).create(config_path)
+            return
+        except subprocess.CalledProcessError:
+            logs = export_logs(spec.name, state_dir() / "failed" / f"{spec.name}-attempt-{attempt}")
+            progress(f"{spec.name}: kind create failed (attempt {attempt}/{attempts}); logs in {logs}")
+            run([str(kind_bin()), "delete", "cluster", "--name", spec.name], check=False)
+            if attempt == attempts:
+                raise CommandError(f"kind could not create {spec.name} in {attempts} attempts; logs in {logs}") from None
 
 
 def export_logs(name: str, dest: Path) -> Path:

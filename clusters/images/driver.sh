@@ -21,14 +21,15 @@ if [[ ! -d $site ]]; then
   run_logged driver-wheels "$py" -m pip install --quiet --only-binary=:all: --target "$site.tmp" $pins
   mv "$site.tmp" "$site"
 fi
-hash=$(content_hash "$0" "$userland" "$site" "$repo/fake_driver")
-tag=kep5004/fake-gpu-driver:$hash
-if image_current "$tag" "$hash"; then log "driver image $tag: reused"; echo "$tag"; exit 0; fi
 ctx=$(mktemp -d "$CACHE_ROOT/work/driver.XXXX")
 trap 'rm -rf "$ctx"' EXIT
-cp -r "$site" "$ctx/site-packages"
 mkdir -p "$ctx/app"
 (cd "$repo" && tar --exclude=tests --exclude=__pycache__ -c fake_driver) | tar -C "$ctx/app" -x
+# Hash what goes into the image, so that a change to the driver's tests rebuilds nothing.
+hash=$(content_hash "$0" "$userland" "$site" "$ctx/app")
+tag=kep5004/fake-gpu-driver:$hash
+if image_current "$tag" "$hash"; then log "driver image $tag: reused"; echo "$tag"; exit 0; fi
+cp -r "$site" "$ctx/site-packages"
 printf 'FROM %s\nCOPY site-packages /opt/site-packages\nCOPY app /opt/fake_driver\nENV PYTHONPATH=/opt/site-packages:/opt/fake_driver PYTHONUNBUFFERED=1\n' \
   "$userland" >"$ctx/Dockerfile"
 build_from_context "$tag" "$hash" "$ctx"

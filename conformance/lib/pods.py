@@ -166,9 +166,12 @@ def assert_stays_unscheduled(api: Api, namespace: str, name: str, req_id: str, d
     """Wait until the pod is unscheduled (see is_unscheduled), then require that for `duration` s."""
     what = (f"pod {name} Pending with PodScheduled=False{f' ({reason})' if reason else ''}, "
             "no special claim and no extendedResourceClaimStatus")
+    def settled() -> bool:  # unscheduled as required, or bound to a node (then holds_for fails at once)
+        found = api.get("v1", "Pod", name, namespace)
+        return bool(found and found["spec"].get("nodeName")) or is_unscheduled(api, namespace, name, reason)
+
     with requirement(req_id):
-        wait_for(lambda: is_unscheduled(api, namespace, name, reason), timeout=90, what=what,
-                 describe=lambda: unscheduled_state(api, namespace, name))
+        wait_for(settled, timeout=90, what=what, describe=lambda: unscheduled_state(api, namespace, name))
         holds_for(lambda: is_unscheduled(api, namespace, name, reason), duration=duration, what=what,
                   describe=lambda: unscheduled_state(api, namespace, name))
 
