@@ -63,6 +63,18 @@ else
   start_dockerd
 fi
 
+# Every kind node's containerd and kubelet hold inotify instances; with the kernel default
+# (128 per user) the second or third cluster's containerd fails to start its CRI plugin.
+raise_sysctl() {  # NAME MINIMUM
+  local current; current=$(sysctl -n "$1")
+  if (( current < $2 )); then
+    log "raising $1 from $current to $2 (needed for several kind clusters at once)"
+    sysctl -qw "$1=$2" || die "cannot raise $1 to $2; run: sysctl -w $1=$2"
+  fi
+}
+raise_sysctl fs.inotify.max_user_instances 1024
+raise_sysctl fs.inotify.max_user_watches 524288
+
 if [[ $(stat -fc %T /sys/fs/cgroup) != cgroup2fs ]]; then
   log "host uses cgroup v1: kubelets will be configured with failCgroupV1: false"
 fi
