@@ -49,7 +49,8 @@ def run_stage(name: str, kubeconfig: Path, profile: str, out: Path, marker: str,
 def run_suite(kubeconfig: Path, profile_arg: str, out: Path, args: argparse.Namespace, context: dict) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.jsonl").unlink(missing_ok=True)
-    extra = [*(["-k", args.k] if args.k else []), *(["--keep"] if args.keep else [])]
+    # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
+    extra = [*(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else [])]
     start = time.monotonic()
     codes = [run_stage("parallel", kubeconfig, profile_arg, out, "not serial", args.parallel, extra)]
     if not args.no_serial:
@@ -116,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
     p.add_argument("-k", default="", help="pytest -k expression to select tests")
-    p.add_argument("--keep", action="store_true", help="keep clusters and test namespaces for debugging")
+    p.add_argument("--keep", action="store_true", help="keep the kind clusters for debugging or reuse")
+    p.add_argument("--keep-namespaces", action="store_true",
+                   help="keep each test's namespace (its pods keep their devices: later tests may starve)")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "reports", help="report directory")
     args = p.parse_args(argv)
     try:
