@@ -1,7 +1,8 @@
 """`python -m conformance.run`: the whole conformance job.
 
-kind mode (default): per Kubernetes version, build/reuse a kind cluster, load the images,
-deploy the fake driver, run the suite (a parallel stage, then a serial one) and report.
+kind mode (default): per Kubernetes version, build/reuse a kind cluster (topology `dra`),
+deploy the fake driver, run the suite (a parallel stage, then a serial one), then the
+mixed-node tests on a `mixed` cluster, and report per version.
 Existing-cluster mode (--kubeconfig): the same against a cluster and driver you bring,
 creating no kind cluster. Reports go to --out/<target>/: JUnit XML, Allure results,
 summary.json/.md per requirement, and a results bundle (.tar.gz).
@@ -31,38 +32,55 @@ def log(message: str) -> None:
     print(f"[conformance] {message}", file=sys.stderr, flush=True)
 
 
-def run_stage(name: str, kubeconfig: Path, profile: str, out: Path, marker: str, workers: int,
-              extra: list[str]) -> int:
-    args = [sys.executable, "-m", "pytest", str(REPO_ROOT / "conformance" / "suite"), "-p", "no:cacheprovider",
-            "-m", marker, f"--kubeconfig={kubeconfig}", f"--profile={profile}",
-            f"--results-json={out / 'results.jsonl'}", f"--junitxml={out / f'junit-{name}.xml'}",
-            f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE", *extra]
+SUITE = REPO_ROOT / "conformance" / "suite"
+MIXED_SUITE = SUITE / "mixed"  # needs a cluster whose nodes serve the name both ways
+
+
+def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Namespace, out: Path,
+              marker: str, workers: int) -> int:
+    cmd = [sys.executable, "-m", "pytest", *paths, "-p", "no:cacheprovider", "-m", marker,
+           f"--kubeconfig={kubeconfig}", f"--profile={args.profile}",
+           f"--results-json={out / 'results.jsonl'}", f"--junitxml={out / f'junit-{name}.xml'}",
+           f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE",
+           # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
+           *(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else [])]
     if workers > 1:
-        args += ["-n", str(workers)]
-    log(f"stage {name}: {' '.join(args[3:])}")
+        cmd += ["-n", str(workers)]
+    log(f"stage {name}: {' '.join(cmd[3:])}")
     start = time.monotonic()
-    code = subprocess.call(args, cwd=REPO_ROOT)
+    code = subprocess.call(cmd, cwd=REPO_ROOT)
     log(f"stage {name}: exit {code} after {time.monotonic() - start:.0f} s")
     return 0 if code == 5 else code  # 5: the stage selected no test
 
 
-def run_suite(kubeconfig: Path, profile_arg: str, out: Path, args: argparse.Namespace, context: dict) -> int:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.jsonl").unlink(missing_ok=True)
-    # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
-    extra = [*(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else [])]
-    start = time.monotonic()
-    codes = [run_stage("parallel", kubeconfig, profile_arg, out, "not serial", args.parallel, extra)]
+def main_stages(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
+    """The suite on a cluster whose nodes serve the name through DRA only."""
+    paths = [str(SUITE), f"--ignore={MIXED_SUITE}"]
+    codes = [run_stage("parallel", paths, kubeconfig, args, out, "not serial", args.parallel)]
     if not args.no_serial:
-        codes.append(run_stage("serial", kubeconfig, profile_arg, out, "serial", 1, extra))
-    context["wall_clock_s"] = round(time.monotonic() - start)
+        codes.append(run_stage("serial", paths, kubeconfig, args, out, "serial", 1))
+    return codes
+
+
+def mixed_stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
+    return [run_stage("mixed", [str(MIXED_SUITE)], kubeconfig, args, out, "serial", 1)]
+
+
+def finish(out: Path, context: dict, started: float) -> dict[str, int]:
+    context["wall_clock_s"] = round(time.monotonic() - started)
     counts = summary.write(summary.read_records(out / "results.jsonl"), out, context)
     (out / "context.json").write_text(json.dumps(context, indent=2))
     bundle = out.with_suffix(".tar.gz")
     with tarfile.open(bundle, "w:gz") as tar:
         tar.add(out, arcname=out.name)
     log(f"{context['target']}: {counts} in {context['wall_clock_s']} s; summary {out / 'summary.md'}; bundle {bundle}")
-    return max(codes)
+    return counts
+
+
+def fresh(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.jsonl").unlink(missing_ok=True)
+    return out
 
 
 def describe(api: Api, profile: profiles.Profile, target: str) -> dict:
@@ -72,23 +90,35 @@ def describe(api: Api, profile: profiles.Profile, target: str) -> dict:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
+def kind_cluster_with_driver(spec: ClusterSpec, images: BuiltImages, profile: profiles.Profile) -> lifecycle.Cluster:
+    cluster = lifecycle.ensure(spec, images)
+    if profile.deploy == "fake-driver":
+        log(f"{cluster.name}: deploying the fake driver ({images.driver})")
+        driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)
+    driver_setup.wait_published(Api(cluster.kubeconfig), profile)
+    return cluster
+
+
 def on_kind(args: argparse.Namespace, profile: profiles.Profile) -> int:
     images = BuiltImages.load()
-    worst = 0
+    gates = parse_gates(args.feature_gates)
+    codes: list[int] = []
     for version in [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions():
-        cluster = lifecycle.ensure(ClusterSpec(args.topology, version, gates=parse_gates(args.feature_gates)), images)
-        try:
-            if profile.deploy == "fake-driver":
-                log(f"{cluster.name}: deploying the fake driver ({images.driver})")
-                driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)
-            api = Api(cluster.kubeconfig)
-            driver_setup.wait_published(api, profile)
-            out = args.out / f"{cluster.name}"
-            worst = max(worst, run_suite(cluster.kubeconfig, args.profile, out, args, describe(api, profile, cluster.name)))
-        finally:
-            if not args.keep:
-                lifecycle.delete(cluster.name)
-    return worst
+        started = time.monotonic()
+        out = fresh(args.out / ClusterSpec("dra", version, gates=gates).name)
+        context: dict = {}
+        for topology, stages in (("dra", main_stages), ("mixed", mixed_stage)):
+            if topology == "mixed" and args.no_mixed:
+                continue
+            cluster = kind_cluster_with_driver(ClusterSpec(topology, version, gates=gates), images, profile)
+            try:
+                context = context or describe(Api(cluster.kubeconfig), profile, out.name)
+                codes += stages(cluster.kubeconfig, args, out)
+            finally:
+                if not args.keep:
+                    lifecycle.delete(cluster.name)
+        finish(out, context, started)
+    return max(codes)
 
 
 def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
@@ -103,7 +133,15 @@ def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
         driver_setup.deploy_fake_driver(lambda *a, input=None: run([*kubectl, *a], input=input),
                                         profile, BuiltImages.load().driver)
     driver_setup.wait_published(api, profile)
-    return run_suite(args.kubeconfig, args.profile, args.out / "existing", args, describe(api, profile, "existing"))
+    started, out = time.monotonic(), fresh(args.out / "existing")
+    context = describe(api, profile, "existing")
+    codes = main_stages(args.kubeconfig, args, out)
+    # The mixed tests need nodes that serve the name through a device plugin.
+    selector = ",".join(f"{k}={v}" for k, v in profile.device_plugin_node_selector.items())
+    if selector and api.list("v1", "Node", label_selector=selector) and not args.no_mixed:
+        codes += mixed_stage(args.kubeconfig, args, out)
+    finish(out, context, started)
+    return max(codes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,10 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="fake-gpu", help="driver profile name (fixtures/profiles) or path")
     p.add_argument("--kubeconfig", type=Path, help="run against this existing cluster; no kind cluster is made")
     p.add_argument("--k8s-versions", default="", help="kind mode: comma-separated versions (default: all pinned)")
-    p.add_argument("--topology", default="dra", help="kind mode: cluster topology (default: dra)")
     p.add_argument("--feature-gates", default="", help="kind mode: gate overrides, e.g. DRAExtendedResource=false")
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
+    p.add_argument("--no-mixed", action="store_true", help="skip the mixed device-plugin/DRA stage")
     p.add_argument("-k", default="", help="pytest -k expression to select tests")
     p.add_argument("--keep", action="store_true", help="keep the kind clusters for debugging or reuse")
     p.add_argument("--keep-namespaces", action="store_true",
