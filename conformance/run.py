@@ -42,6 +42,7 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
            f"--kubeconfig={kubeconfig}", f"--profile={args.profile}",
            f"--results-json={out / 'results.jsonl'}", f"--junitxml={out / f'junit-{name}.xml'}",
            f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE",
+           f"--timeout-scale={args.timeout_scale}",
            # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
            *(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else [])]
     if workers > 1:
@@ -154,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
     p.add_argument("--no-mixed", action="store_true", help="skip the mixed device-plugin/DRA stage")
+    p.add_argument("--timeout-scale", type=float, default=1.0,
+                   help="multiply every wait deadline: 2 for a slow cluster, 0.25 to fail fast on a broken one")
     p.add_argument("-k", default="", help="pytest -k expression to select tests")
     p.add_argument("--keep", action="store_true", help="keep the kind clusters for debugging or reuse")
     p.add_argument("--keep-namespaces", action="store_true",

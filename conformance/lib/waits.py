@@ -8,6 +8,18 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+# Multiplies every wait_for deadline: >1 for slow clusters, <1 to fail fast when many
+# waits are expected to expire (e.g. a cluster with the feature gate off).
+_timeout_scale = 1.0
+
+
+def set_timeout_scale(factor: float) -> None:
+    global _timeout_scale
+    if factor <= 0:
+        raise ValueError(f"timeout scale must be positive, not {factor}")
+    _timeout_scale = factor
+
+
 class WaitTimeout(AssertionError):
     """A condition did not hold in time; the message says what was expected and last seen."""
 
@@ -15,6 +27,7 @@ class WaitTimeout(AssertionError):
 def wait_for(probe: Callable[[], T | None], *, timeout: float, what: str,
              interval: float = 1.0, describe: Callable[[], str] | None = None) -> T:
     """Call probe until it returns something truthy; fail with `what` and the last state."""
+    timeout *= _timeout_scale
     end = time.monotonic() + timeout
     while True:
         value = probe()

@@ -19,6 +19,7 @@ from conformance.catalogue import requirement
 from conformance.lib import diagnostics, profile as profiles
 from conformance.lib.api import Api
 from conformance.lib.profile import Profile
+from conformance.lib.waits import set_timeout_scale
 from conformance.report.markers import requirement_ids
 
 pytest_plugins = ["conformance.report.plugin"]
@@ -28,8 +29,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     # --kubeconfig (the cluster under test) is pytest-kind's option; ours falls back to $KUBECONFIG.
     group = parser.getgroup("kep5004")
     group.addoption("--profile", default="fake-gpu", help="driver profile name or path")
+    group.addoption("--timeout-scale", type=float, default=1.0,
+                    help="multiply every wait deadline (e.g. 2 for a slow cluster)")
     group.addoption("--diagnostics-dir", type=Path, default=Path("reports/diagnostics"),
                     help="where failing tests leave events, objects and driver logs")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    set_timeout_scale(config.getoption("--timeout-scale"))
 
 
 @dataclass(frozen=True)
