@@ -83,6 +83,13 @@ def _kind_cluster(spec: ClusterSpec, kubeconfig: Path, image: str | None = None)
                        kind_path=kind_bin(), kubectl_path=kubernetes_bin(spec.version, "kubectl"))
 
 
+def _all_running(cluster: Cluster) -> bool:
+    """False when a node container stopped, e.g. after the Docker engine was restarted."""
+    nodes = cluster.nodes()
+    states = run(["docker", "inspect", "--format", "{{.State.Running}}", *nodes], check=False).split()
+    return bool(nodes) and states == ["true"] * len(nodes)
+
+
 def existing_clusters() -> list[str]:
     if not kind_bin().exists():
         return []
@@ -112,12 +119,12 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     cluster = Cluster(spec, kubeconfig)
 
     if spec.name in existing_clusters():
-        if hash_file.exists() and hash_file.read_text() == wanted and kubeconfig.exists():
+        if hash_file.exists() and hash_file.read_text() == wanted and kubeconfig.exists() and _all_running(cluster):
             progress(f"{spec.name}: reusing (config {wanted} unchanged)")
             cluster.wait_nodes_ready(deadline_s=120)
             cluster.load_images(images.workload, images.driver)
             return cluster
-        progress(f"{spec.name}: config changed, recreating")
+        progress(f"{spec.name}: config changed or nodes not running, recreating")
         delete(spec.name)
 
     cdir.mkdir(parents=True, exist_ok=True)
