@@ -64,7 +64,11 @@ def main_stages(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[i
 
 
 def mixed_stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
-    return [run_stage("mixed", [str(MIXED_SUITE)], kubeconfig, args, out, "serial", 1)]
+    paths = [str(MIXED_SUITE)]
+    if profiles.load(args.profile).deploy != "fake-driver":
+        # Migrations relabel nodes so the fake driver's DaemonSets move; a vendor's cannot.
+        paths.append(f"--ignore={MIXED_SUITE / 'test_migration.py'}")
+    return [run_stage("mixed", paths, kubeconfig, args, out, "serial", 1)]
 
 
 def finish(out: Path, context: dict, started: float) -> dict[str, int]:

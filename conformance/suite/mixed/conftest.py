@@ -2,7 +2,7 @@
 
 These tests need a cluster of topology `mixed` (clusters/topology.py: one worker labelled
 fake-gpu.kep5004.io/mode=dra, one labelled device-plugin) with the fake driver deployed. On any
-other cluster (e.g. topology `dra`) they are skipped, saying why.
+other cluster (e.g. topology `dra`) they fail, saying why; the runner only runs them on a mixed cluster.
 
 `node_modes` changes a worker's mode label (the fake driver's DaemonSets follow it) and, when the
 test ends, even on failure, deletes the test's pods, puts every label back to what the session
@@ -47,7 +47,7 @@ def _relabel_supported(profile: Profile) -> bool:
 def workers(target: Target) -> Workers:
     api, p = target.api, target.profile
     if not p.device_plugin_node_selector:
-        pytest.skip(f"profile {p.name} declares no device-plugin nodes (nodeSelector.devicePlugin)")
+        pytest.fail(f"profile {p.name} declares no device-plugin nodes (nodeSelector.devicePlugin)", pytrace=False)
     labels = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(MODE_LABEL)
               for n in api.list("v1", "Node")}
     original = {n: v for n, v in labels.items() if v is not None}
@@ -56,8 +56,8 @@ def workers(target: Target) -> Workers:
                     "Relabel it (dra or device-plugin) before running the mixed tests", pytrace=False)
     dra, dp = _matching(api, p.dra_node_selector), _matching(api, p.device_plugin_node_selector)
     if not dra or not dp:
-        pytest.skip(f"needs topology mixed (a DRA node {p.dra_node_selector} and a device-plugin node "
-                    f"{p.device_plugin_node_selector}); node labels {MODE_LABEL}: {original}")
+        pytest.fail(f"needs topology mixed (a DRA node {p.dra_node_selector} and a device-plugin node "
+                    f"{p.device_plugin_node_selector}); node labels {MODE_LABEL}: {original}", pytrace=False)
     if _relabel_supported(p):
         # The runner waits only for the DRA nodes; the device plugin must be registered too.
         for node, mode in original.items():
@@ -105,8 +105,8 @@ class NodeModes:
 def node_modes(request: pytest.FixtureRequest, target: Target, namespace: str, workers: Workers) -> Iterator[NodeModes]:
     """Set up after `namespace`, so it is torn down (labels restored) before the namespace goes."""
     if not _relabel_supported(target.profile):
-        pytest.skip(f"relabelling nodes needs the fake driver with {MODE_LABEL} node selectors "
-                    f"(profile {target.profile.name} deploys {target.profile.deploy!r})")
+        pytest.fail(f"relabelling nodes needs the fake driver with {MODE_LABEL} node selectors "
+                    f"(profile {target.profile.name} deploys {target.profile.deploy!r})", pytrace=False)
     modes = NodeModes(target.api, target.profile, namespace, workers.original)
     yield modes
     call = getattr(request.node, "report_call", None)
