@@ -51,7 +51,9 @@ def test_duplicate_names_are_accepted(target: Target, class_name: str, request: 
     try:
         target.api.create(device_class(class_name, "example.com/dup-gpu", target.profile.driver))
         target.api.create(device_class(second, "example.com/dup-gpu", target.profile.driver))
-        assert target.api.get(RESOURCE, "DeviceClass", second)["spec"]["extendedResourceName"] == "example.com/dup-gpu"
+        stored = target.api.get(RESOURCE, "DeviceClass", second)["spec"]
+        assert stored.get("extendedResourceName") == "example.com/dup-gpu", \
+            f"[API-4] a second class with the same name was not stored with it: {stored}"
     finally:
         target.api.delete(RESOURCE, "DeviceClass", second)
 
