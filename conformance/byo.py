@@ -15,7 +15,6 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from conformance.lib import pods
 from conformance.lib.api import Api, Obj
 from conformance.lib.devices import device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.profile import Profile, ProfileError, load

@@ -210,52 +210,6 @@ def claim_devices(api: Api, namespace: str, claim_name: str) -> list[tuple[str, 
     return sorted((r["pool"], r["device"]) for r in (allocation.get("devices") or {}).get("results", []))
 
 
-def user_claim_names(p: Obj) -> dict[str, str]:
-    """pod-level claim name (spec.resourceClaims[].name) -> ResourceClaim name."""
-    statuses = {s["name"]: s.get("resourceClaimName") for s in (p.get("status") or {}).get("resourceClaimStatuses") or []}
-    return {rc["name"]: rc.get("resourceClaimName") or statuses.get(rc["name"])
-            for rc in p["spec"].get("resourceClaims") or []}
-
-
-def user_claim_devices(api: Api, p: Obj, ids: dict[tuple[str, str], str]) -> dict[str, list[str]]:
-    """container -> probe ids of the devices of the ordinary claims it references (resources.claims)."""
-    names = user_claim_names(p)
-    namespace = p["metadata"]["namespace"]
-    wanted: dict[str, set[str]] = {}
-    spec = p["spec"]
-    for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
-        for ref in (c.get("resources") or {}).get("claims") or []:
-            claim = api.get(RESOURCE_API, "ResourceClaim", names.get(ref["name"]) or "", namespace) if names.get(ref["name"]) else None
-            results = (((claim or {}).get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
-            devs = {ids.get((r["pool"], r["device"]), f"?{r['device']}") for r in results
-                    if not ref.get("request") or r["request"] == ref["request"]}
-            wanted.setdefault(c["name"], set()).update(devs)
-    return {c: sorted(v) for c, v in wanted.items()}
-
-
-def verify_served(target, p: Obj, classes: dict[str, str] | None = None, exact_counts: bool = True):
-    """scenario.run_pod_and_verify for a pod that already runs (created earlier, by a controller or
-    from a manifest): the special claim, the status and what each container sees. Devices of the
-    pod's ordinary ResourceClaims are added to what their containers should see."""
-    from conformance.lib.devices import check_containers_see, device_ids, expected_per_container
-    from conformance.lib.scenario import Served
-    from conformance.lib.special_claim import check_special_claim, special_claim
-
-    api, profile = target.api, target.profile
-    classes = classes or {profile.extended_resource_name: profile.device_class,
-                          profile.implicit_resource_name: profile.device_class}
-    claim = special_claim(api, p)
-    findings = check_special_claim(p, claim, classes, profile.driver, exact_counts)
-    assert not findings, observed(findings.render(), p, claim)
-    ids = device_ids(api, profile)
-    expected = expected_per_container(p, claim, ids)
-    for c, devs in user_claim_devices(api, p, ids).items():
-        expected[c] = sorted(set(expected.get(c, [])) | set(devs))
-    seen = check_containers_see(api, profile, p, expected)
-    assert not seen, observed(seen.render(), p, claim)
-    return Served(p, claim, expected)
-
-
 def observed(problems: str, p: Obj | None, claim: Obj | None = None) -> str:
     """Problems followed by the pod status and the claim, for assertion messages."""
     shown = {"pod": p and {"name": p["metadata"]["name"], "uid": p["metadata"].get("uid"),

@@ -106,7 +106,7 @@ def test_full_nodes_keep_a_pod_pending_until_devices_are_freed(target: Target, n
     api.delete("v1", "Pod", "filler-0", namespace)
     with pods.requirement("ALLOC-2"):
         pod = pods.wait_running(api, namespace, "extra", timeout=180)
-    served = pods.verify_served(target, pod)
+    served = scenario.verify_served(target, pod)
     got = pods.claim_devices(api, namespace, served.claim["metadata"]["name"])
     held = {d for _, devs in fillers.values() for d in devs}
     assert pod["spec"]["nodeName"] == freed_node and set(got) <= set(freed) and not set(got) & held, \
@@ -126,7 +126,7 @@ def test_own_claim_and_extended_resource_are_allocated_together(target: Target, 
     api.create(pod, namespace)
     with pods.requirement("ALLOC-6"):
         pod = pods.wait_running(api, namespace, "mixed", timeout=180)
-    served = pods.verify_served(target, pod)
+    served = scenario.verify_served(target, pod)
 
     own = api.get(RESOURCE, "ResourceClaim", claim_name, namespace)
     own_devices = pods.claim_devices(api, namespace, claim_name)

@@ -46,5 +46,5 @@ def test_implicit_and_explicit_names_are_admitted(target: Target, namespace: str
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     assert p.implicit_resource_name not in allocatable, \
         f"[KUBELET-3] precondition: node {pod['spec']['nodeName']} should not advertise {p.implicit_resource_name}: {allocatable}"
-    served = pods.verify_served(target, pod)
+    served = scenario.verify_served(target, pod)
     assert len(served.seen["explicit"]) == 1 and len(served.seen["implicit"]) == 1, f"[KUBELET-3] devices seen: {served.seen}"

@@ -58,7 +58,7 @@ def test_newest_class_wins_a_shared_explicit_name(target: Target, namespace: str
     assert used == [newer["metadata"]["name"]], \
         (f"[NAME-3] {shared} resolved to {used}; classes {older['metadata']['name']} ({stamps[0]}) and "
          f"{newer['metadata']['name']} ({stamps[1]}){pods.observed('', pod, claim)}")
-    pods.verify_served(target, pod, classes={shared: newer["metadata"]["name"]})
+    scenario.verify_served(target, pod, classes={shared: newer["metadata"]["name"]})
 
 
 @pytest.mark.requirement("NAME-4", "NEG-5")
@@ -87,7 +87,7 @@ def test_pod_created_before_its_class_runs_once_the_class_exists(target: Target,
         pod = pods.wait_running(api, namespace, "early", timeout=timeout)
     assert pod["metadata"]["uid"] == before["metadata"]["uid"], \
         f"[NAME-5] pod was recreated: uid {before['metadata']['uid']} -> {pod['metadata']['uid']}"
-    pods.verify_served(target, pod, classes={name: cls})
+    scenario.verify_served(target, pod, classes={name: cls})
 
 
 @pytest.mark.requirement("NAME-6", "KUBELET-2")

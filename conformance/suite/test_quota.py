@@ -14,7 +14,7 @@ import json
 import pytest
 from kubernetes.utils.quantity import parse_quantity
 
-from conformance.lib import pods
+from conformance.lib import pods, scenario
 from conformance.lib.special_claim import IMPLICIT_PREFIX
 from conformance.lib.waits import WaitTimeout, wait_for
 from conformance.suite.conftest import Target
@@ -76,7 +76,7 @@ def test_quota_counts_special_claim_once(target: Target, namespace: str) -> None
     api.create(pods.pod("quota", [pods.container("main", p.workload_image, resources)]), namespace)
     with pods.requirement("QUOTA-1"):
         pod = pods.wait_running(api, namespace, "quota", timeout=180)
-    served = pods.verify_served(target, pod)
+    served = scenario.verify_served(target, pod)
     expected = {CLAIM_COUNT: 2, devices_key(cls): 3, f"requests.{ern}": 3 if modern else 2}
     if modern:
         expected[implicit_key(cls)] = 3
@@ -110,7 +110,7 @@ def test_implicit_quota_key_for_class_without_explicit_name(target: Target, name
     api.create(pods.pod("implicit-quota", [pods.container("main", p.workload_image, {name: 2})]), namespace)
     with pods.requirement("QUOTA-4"):
         pod = pods.wait_running(api, namespace, "implicit-quota", timeout=180)
-    pods.verify_served(target, pod, classes={name: cls})
+    scenario.verify_served(target, pod, classes={name: cls})
     expected = {CLAIM_COUNT: 1, devices_key(cls): 2, implicit_key(cls): 2}
     now = settle(api, namespace, "implicit", expected)
     # The spec's primary statement: the key counts the class's devices requested through the

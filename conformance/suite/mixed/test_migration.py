@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from conformance.lib import pods
+from conformance.lib import pods, scenario
 from conformance.lib.api import Obj
 from conformance.lib.driver_setup import published_devices
 from conformance.lib.special_claim import claim_status, claims_owned_by
@@ -59,7 +59,7 @@ def _fill_with_dra_pods(target: Target, namespace: str, node: str, prefix: str) 
     for name, size in zip(names, sizes):
         pod = _running(target, namespace, name, node)
         with pods.requirement("MIXED-3"):
-            served = pods.verify_served(target, pod)
+            served = scenario.verify_served(target, pod)
         seen[name] = helpers.probe(api, p, pod)
         allocated[name] = pods.claim_devices(api, namespace, served.claim["metadata"]["name"])
         assert len(seen[name]) == size and all(d.via == "dra" and d.node == node for d in seen[name]), \
@@ -176,7 +176,7 @@ def test_node_migrated_back_from_dra_to_the_device_plugin(target: Target, namesp
     if target.minor >= (1, 35):
         api.create(pod, namespace)
         with pods.requirement("MIXED-3"):
-            served = pods.verify_served(target, _running(target, namespace, "dra-1", node))
+            served = scenario.verify_served(target, _running(target, namespace, "dra-1", node))
         seen = helpers.probe(api, p, served.pod)
         assert len(seen) == 1 and seen[0].via == "dra", \
             f"[MIXED-3] pod dra-1 should see 1 device via=dra, sees {helpers.shown(seen)}:\n{pods.summary(api, namespace, 'dra-1')}"

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conformance.lib import pods
+from conformance.lib import pods, scenario
 from conformance.lib.special_claim import claim_status, claims_owned_by
 from conformance.lib.waits import wait_for
 from conformance.suite.conftest import Target
@@ -78,7 +78,7 @@ def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(target: Targ
 
     # The DRA node: special claim, status, and exactly its allocated device delivered by DRA.
     with pods.requirement("MIXED-1"):
-        served = pods.verify_served(target, dra_pod)
+        served = scenario.verify_served(target, dra_pod)
     seen = helpers.probe(api, p, dra_pod)
     assert [d.uuid for d in seen] == served.seen["main"] and len(seen) == 1 and all(d.via == "dra" for d in seen), \
         (f"[MIXED-1] pod {dra_name} on DRA node {workers.dra} should see its allocated device {served.seen['main']} via=dra, "
@@ -132,7 +132,7 @@ def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(target: Targe
     assert len(seen) == 1 and vias == [mechanism], f"[MIXED-2] inconsistent service: {observation}"
     if mechanism == "dra":
         with pods.requirement("STATUS-1"):
-            pods.verify_served(target, pod)
+            scenario.verify_served(target, pod)
     if target.minor >= (1, 35):
         assert mechanism == "device-plugin", f"[MIXED-2] the device plugin must win where allocatable > 0: {observation}"
         assert not owned and status is None, f"[STATUS-1] {observation}"
