@@ -43,6 +43,7 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
            f"--results-json={out / 'results.jsonl'}", f"--junitxml={out / f'junit-{name}.xml'}",
            f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE",
            f"--timeout-scale={args.timeout_scale}",
+           "-o", "junit_family=xunit1",  # keeps the observations tests record as JUnit properties
            # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
            *(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else [])]
     if workers > 1:
