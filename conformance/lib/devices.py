@@ -31,11 +31,17 @@ def expected_per_container(pod: Obj, claim: Obj, ids: dict[tuple[str, str], str]
     return {c: sorted(v) for c, v in wanted.items()}
 
 
+def user_claim_names(pod: Obj) -> dict[str, str]:
+    """pod-level claim name (spec.resourceClaims[].name) -> ResourceClaim name (generated ones from status)."""
+    generated = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    return {rc["name"]: rc.get("resourceClaimName") or generated.get(rc["name"])
+            for rc in pod["spec"].get("resourceClaims") or []}
+
+
 def user_claim_devices(api: Api, profile: Profile, pod: Obj, ids: dict[tuple[str, str], str]) -> dict[str, list[str]]:
     """container -> probe ids of the profile driver's devices in the pod's own claims that it uses."""
     ns = pod["metadata"]["namespace"]
-    generated = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
-    claim_of = {c["name"]: c.get("resourceClaimName") or generated.get(c["name"]) for c in pod["spec"].get("resourceClaims") or []}
+    claim_of = user_claim_names(pod)
     wanted: dict[str, list[str]] = {}
     spec = pod["spec"]
     for c in [*(spec.get("initContainers") or []), *spec["containers"]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusters.paths import REPO_ROOT
-from conformance.lib import pods, scenario
+from conformance.lib import devices as devices_lib, pods, scenario
 from conformance.lib.special_claim import IMPLICIT_PREFIX, claim_status
 from conformance.lib.waits import wait_for
 from conformance.lib.workloads import (WORKLOAD_KINDS, apply_manifest, load_manifest, pods_of, probe_container,
@@ -95,7 +95,7 @@ def test_unmodified_workload_runs_on_dra_devices(target: Target, namespace: str,
             _check_finished(target, q)
             continue
         served = scenario.verify_served(target, q, exact_counts=not _has_plain_init(q["spec"]))
-        owned = [served.claim["metadata"]["name"], *[n for n in pods.user_claim_names(q).values() if n]]
+        owned = [served.claim["metadata"]["name"], *[n for n in devices_lib.user_claim_names(q).values() if n]]
         devices[name] = [d for c in owned for d in pods.claim_devices(api, namespace, c)]
         assert served.seen and all(served.seen.values()), f"[CTR-1] a GPU container of {name} sees no device: {served.seen}"
     flat = [d for devs in devices.values() for d in devs]
