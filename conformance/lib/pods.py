@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import json
+import time
+import uuid as _uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from conformance.lib.api import Api, Obj
-from conformance.lib.waits import wait_for
+from conformance.lib.special_claim import RESOURCE_API, allocated_devices
+from conformance.lib.waits import holds_for, wait_for
 
 SLEEP = "trap 'exit 0' TERM; sleep 3600 & wait"
 
@@ -68,16 +73,6 @@ def wait_unschedulable(api: Api, namespace: str, name: str, timeout: float = 60)
 
 
 # --- Helpers for the catalogue tests (allocation, naming, claims, containers, quota, workloads) ---
-
-import time  # noqa: E402  (appended section; only used as a clock by the waits below)
-import uuid as _uuid  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from contextlib import contextmanager  # noqa: E402
-
-from conformance.lib.waits import holds_for  # noqa: E402
-
-RESOURCE_API = "resource.k8s.io/v1"
-IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 @contextmanager
@@ -205,9 +200,7 @@ def wait_elapsed(seconds: float) -> None:
 
 def claim_devices(api: Api, namespace: str, claim_name: str) -> list[tuple[str, str]]:
     """(pool, device) pairs allocated to a claim; [] if it is gone or not allocated."""
-    claim = api.get(RESOURCE_API, "ResourceClaim", claim_name, namespace) or {}
-    allocation = (claim.get("status") or {}).get("allocation") or {}
-    return sorted((r["pool"], r["device"]) for r in (allocation.get("devices") or {}).get("results", []))
+    return allocated_devices(api.get(RESOURCE_API, "ResourceClaim", claim_name, namespace) or {})
 
 
 def observed(problems: str, p: Obj | None, claim: Obj | None = None) -> str:
