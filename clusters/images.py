@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from clusters.paths import cache_root
 from clusters.versions import KubeVersion
@@ -31,6 +32,10 @@ class BuiltImages:
 
     def node(self, version: KubeVersion) -> str:
         return self._get("NODE_IMAGE_" + version.tag.replace(".", "_"))
+
+    def components(self, version: KubeVersion) -> Path:
+        """The archive of the version's control-plane component images."""
+        return Path(self._get("COMPONENTS_" + version.tag.replace(".", "_")))
 
     @property
     def workload(self) -> str:

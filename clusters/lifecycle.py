@@ -5,7 +5,6 @@ KindCluster drives them (it is given local paths, so it never downloads anything
 """
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -15,13 +14,14 @@ from pathlib import Path
 
 from pytest_kind import KindCluster
 
-from clusters import network
+from clusters import health, network
+from clusters.health import kubectl_cmd
 from clusters.host import HostFacts
 from clusters.images import BuiltImages
 from clusters.paths import state_dir
 from clusters.shell import CommandError, run
 from clusters.topology import ClusterSpec, config_hash, render, to_yaml
-from clusters.versions import KubeVersion, default_version, kind_bin, kubernetes_bin
+from clusters.versions import KubeVersion, kind_bin, kubernetes_bin
 
 
 def progress(message: str) -> None:
@@ -61,21 +61,7 @@ class Cluster:
         return export_logs(self.name, dest)
 
     def wait_nodes_ready(self, deadline_s: float = 300) -> None:
-        end = time.monotonic() + deadline_s
-        while True:
-            items = json.loads(self.kubectl("get", "nodes", "-o", "json"))["items"]
-            not_ready = [n["metadata"]["name"] for n in items
-                         if not any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])]
-            if items and not not_ready:
-                return
-            if time.monotonic() > end:
-                raise TimeoutError(f"{self.name}: nodes not Ready after {deadline_s:.0f} s: {not_ready}")
-            time.sleep(3)
-
-
-def kubectl_cmd(kubeconfig: Path, version: KubeVersion | None = None) -> list[str]:
-    """Our kubectl (of `version`, default the pinned default) against any kubeconfig."""
-    return [str(kubernetes_bin(version or default_version(), "kubectl")), f"--kubeconfig={kubeconfig}"]
+        health.wait_nodes_ready(self.kubeconfig, timeout=deadline_s)
 
 
 def _kind_cluster(spec: ClusterSpec, kubeconfig: Path, image: str | None = None) -> KindCluster:

@@ -17,6 +17,10 @@ SERVICE_SUBNET = "10.96.0.0/16"
 TOPOLOGIES: dict[str, tuple[str, ...]] = {
     "dra": ("dra", "dra"),
     "mixed": ("dra", "device-plugin"),
+    # Clusters that a test changes in place (versions, gates): one DRA worker keeps the
+    # restarts of every component affordable on two cores.
+    "upgrade": ("dra",),
+    "gate-cycle": ("dra",),
 }
 
 

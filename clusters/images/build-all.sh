@@ -13,6 +13,8 @@ record() {  # KEY VALUE: replace KEY's line in tags.env
 for v in ${*:-$KUBERNETES_VERSIONS}; do
   tag=$("$HERE/node.sh" "$v")  # an assignment, so that a failure stops the script
   record "NODE_IMAGE_${v//./_}" "$tag"
+  # the same version's component images, for staging into another version's nodes (upgrades)
+  archive=$("$HERE/components.sh" "$v"); record "COMPONENTS_${v//./_}" "$archive"
 done
 tag=$("$HERE/workload.sh"); record WORKLOAD_IMAGE "$tag"
 tag=$("$HERE/driver.sh"); record DRIVER_IMAGE "$tag"

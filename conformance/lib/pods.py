@@ -171,14 +171,12 @@ def assert_stays_unscheduled(api: Api, namespace: str, name: str, req_id: str, d
                   describe=lambda: unscheduled_state(api, namespace, name))
 
 
-def wait_failed_scheduling_event(api: Api, namespace: str, name: str, timeout: float = 60) -> Obj:
-    """A FailedScheduling event for the pod (its message is not looked at: it is not stable)."""
-    def find() -> Obj | None:
-        events = api.list("v1", "Event", namespace, field_selector=f"involvedObject.name={name}")
-        return next((e for e in events if e.get("reason") == "FailedScheduling"), None)
-    return wait_for(find, timeout=timeout, what=f"a FailedScheduling event for pod {name}",
-                    describe=lambda: str([(e.get("reason"), e.get("type")) for e in
-                                          api.list("v1", "Event", namespace, field_selector=f"involvedObject.name={name}")]))
+def wait_event(api: Api, namespace: str, name: str, reason: str, timeout: float = 60) -> Obj:
+    """An event with `reason` about the object (its message is not looked at: it is not stable)."""
+    def events() -> list[Obj]:
+        return api.list("v1", "Event", namespace, field_selector=f"involvedObject.name={name}")
+    return wait_for(lambda: next((e for e in events() if e.get("reason") == reason), None), timeout=timeout,
+                    what=f"a {reason} event for {name}", describe=lambda: str([(e.get("reason"), e.get("type")) for e in events()]))
 
 
 def wait_gone(api: Api, api_version: str, kind: str, name: str, namespace: str | None, timeout: float = 180) -> None:

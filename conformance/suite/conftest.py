@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from clusters.nodes import KindNodes
+from clusters.shell import CommandError
 from clusters.versions import KubeVersion
 from conformance.catalogue import requirement
 from conformance.lib import diagnostics, profile as profiles
@@ -83,17 +85,46 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
-@pytest.fixture
-def namespace(request: pytest.FixtureRequest, target: Target) -> Iterator[str]:
-    """A fresh namespace per test; on failure its objects and the driver's logs are saved."""
+def _test_namespace(request: pytest.FixtureRequest, target: Target, failed: Callable[[], bool]) -> Iterator[str]:
     name = f"kep5004-{uuid.uuid4().hex[:10]}"
     target.api.create({"apiVersion": "v1", "kind": "Namespace",
                        "metadata": {"name": name, "labels": {"kep5004.io/test": "true"}}})
     yield name
-    call = getattr(request.node, "report_call", None)
-    if call is not None and call.failed:
+    if failed():
         dest = request.config.getoption("--diagnostics-dir") / diagnostics.safe_name(request.node.nodeid)
         p = target.profile
         diagnostics.collect(target.api, name, p.driver_namespace, p.driver_selector, dest)
     if not request.config.getoption("--keep"):
         target.api.delete("v1", "Namespace", name)
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, target: Target) -> Iterator[str]:
+    """A fresh namespace per test; on failure its objects and the driver's logs are saved."""
+    yield from _test_namespace(request, target, lambda: getattr(getattr(request.node, "report_call", None), "failed", False))
+
+
+@pytest.fixture(scope="module")
+def module_namespace(request: pytest.FixtureRequest, target: Target) -> Iterator[str]:
+    """One namespace for a module whose tests are steps of one scenario (pods outlive a step)."""
+    session = request.session
+    failures_before = session.testsfailed
+    yield from _test_namespace(request, target, lambda: session.testsfailed > failures_before)
+
+
+@pytest.fixture(scope="session")
+def kind_nodes(target: Target) -> KindNodes:
+    """The node containers of the kind cluster under test, for tests that change the cluster in place."""
+    names = [n["metadata"]["name"] for n in target.api.list("v1", "Node")]
+    try:
+        return KindNodes.of_node(names[0])
+    except CommandError as err:
+        pytest.fail(f"these tests change Kubernetes versions or gates on the nodes, which needs a kind cluster "
+                    f"on this host: {err}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(target: Target) -> Path:
+    path = target.api.kubeconfig or os.environ.get("KUBECONFIG")
+    assert path, "no kubeconfig"
+    return Path(path)

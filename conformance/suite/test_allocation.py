@@ -59,7 +59,7 @@ def test_more_devices_than_any_node_has_stays_pending(target: Target, namespace:
     api.create(pods.pod("too-many", [pods.container("main", p.workload_image, {p.extended_resource_name: want})]), namespace)
     with pods.requirement("ALLOC-2"):
         pods.wait_unschedulable(api, namespace, "too-many", timeout=90)
-        pods.wait_failed_scheduling_event(api, namespace, "too-many")
+        pods.wait_event(api, namespace, "too-many", "FailedScheduling")
     pods.assert_stays_unscheduled(api, namespace, "too-many", "NEG-4", duration=15)
     pod = pods.get(api, namespace, "too-many")
     assert claims_owned_by(api, pod) == [], f"[ALLOC-2] a claim exists for the unscheduled pod: {pods.unscheduled_state(api, namespace, 'too-many')}"
@@ -71,7 +71,7 @@ def test_more_than_32_devices_stays_pending(target: Target, namespace: str) -> N
     api, p = target.api, target.profile
     api.create(pods.pod("over-32", [pods.container("main", p.workload_image, {p.extended_resource_name: 33})]), namespace)
     with pods.requirement("ALLOC-3"):
-        pods.wait_failed_scheduling_event(api, namespace, "over-32", timeout=90)
+        pods.wait_event(api, namespace, "over-32", "FailedScheduling", timeout=90)
     # The claim limit is reported by the allocator; depending on the version that may surface as
     # reason Unschedulable or SchedulerError, so only PodScheduled=False is required here.
     pods.assert_stays_unscheduled(api, namespace, "over-32", "ALLOC-3", duration=15, reason=None)

@@ -1,0 +1,89 @@
+"""Pods that must come through a disruption (upgrade, gate switch, driver update) untouched.
+
+A snapshot records what a served pod looked like; `check` compares the pod after the disruption:
+the same pod (uid) still Running with no container restarted, the same special claim (uid) still
+allocated the same devices and reserved for it, the status still naming it, and every container
+still seeing its devices.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.lib import pods, scenario
+from conformance.lib.scenario import Served
+from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claim_status
+from conformance.lib.waits import holds_for
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    namespace: str
+    name: str
+    uid: str
+    claim: str
+    claim_uid: str
+    devices: list[tuple[str, str]]
+    restarts: dict[str, int]
+    seen: dict[str, list[str]]
+
+
+def _restarts(pod: dict) -> dict[str, int]:
+    return {s["name"]: s.get("restartCount", 0) for s in (pod.get("status") or {}).get("containerStatuses") or []}
+
+
+def snapshot(served: Served) -> Snapshot:
+    pod, claim = served.pod, served.claim
+    return Snapshot(pod["metadata"]["namespace"], pod["metadata"]["name"], pod["metadata"]["uid"],
+                    claim["metadata"]["name"], claim["metadata"]["uid"], allocated_devices(claim),
+                    _restarts(pod), served.seen)
+
+
+def _running_unchanged(api, snap: Snapshot) -> bool:
+    pod = api.get("v1", "Pod", snap.name, snap.namespace)
+    return bool(pod and pod["metadata"]["uid"] == snap.uid and (pod.get("status") or {}).get("phase") == "Running"
+                and _restarts(pod) == snap.restarts)
+
+
+def check(target, snaps: list[Snapshot], req_id: str, after: str, settle: float = 20) -> list[Served]:
+    """Assert the pods came through `after` (e.g. 'the upgrade to v1.37.2') unchanged; [req_id] on failure.
+
+    A restarted kubelet re-admits its pods a few seconds after it reports ready, so the pods
+    must first stay Running for `settle` seconds."""
+    api = target.api
+    with pods.requirement(req_id):
+        holds_for(lambda: all(_running_unchanged(api, s) for s in snaps), duration=settle,
+                  what=f"pods {[s.name for s in snaps]} Running without restarts after {after}",
+                  describe=lambda: "; ".join(pods.summary(api, s.namespace, s.name) for s in snaps
+                                             if not _running_unchanged(api, s)))
+    return [_check_one(target, s, req_id, after) for s in snaps]
+
+
+def _check_one(target, before: Snapshot, req_id: str, after: str) -> Served:
+    api = target.api
+    pod = api.get("v1", "Pod", before.name, before.namespace)
+    claim = api.get(RESOURCE_API, "ResourceClaim", before.claim, before.namespace)
+    problems = []
+    if pod is None or pod["metadata"]["uid"] != before.uid:
+        problems.append(f"pod {before.name} (uid {before.uid}) is gone")
+    else:
+        if (pod.get("status") or {}).get("phase") != "Running":
+            problems.append(f"pod {before.name} is {pod['status'].get('phase')}, not Running")
+        if _restarts(pod) != before.restarts:
+            problems.append(f"container restarts went from {before.restarts} to {_restarts(pod)}")
+        status = claim_status(pod) or {}
+        if status.get("resourceClaimName") != before.claim:
+            problems.append(f"extendedResourceClaimStatus names {status.get('resourceClaimName')!r}, not {before.claim}")
+    if claim is None or claim["metadata"]["uid"] != before.claim_uid:
+        problems.append(f"special claim {before.claim} (uid {before.claim_uid}) is gone")
+    else:
+        if allocated_devices(claim) != before.devices:
+            problems.append(f"claim devices went from {before.devices} to {allocated_devices(claim)}")
+        reserved = [r.get("uid") for r in (claim.get("status") or {}).get("reservedFor") or []]
+        if before.uid not in reserved:
+            problems.append(f"claim is no longer reserved for the pod (reservedFor uids {reserved})")
+    assert not problems, f"[{req_id}] after {after}: " + pods.observed("; ".join(problems), pod, claim)
+    with pods.requirement(req_id):
+        served = scenario.verify_served(target, pod)
+    assert served.seen == before.seen, \
+        f"[{req_id}] after {after} pod {before.name}'s containers see {served.seen}, before they saw {before.seen}"
+    return served
