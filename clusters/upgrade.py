@@ -1,0 +1,84 @@
+"""Upgrading or downgrading a running kind cluster by one Kubernetes minor, in place.
+
+The other version's kubeadm, kubelet and kubectl are copied into every node and its component
+images imported into each node's containerd (nothing is pulled); then kubeadm moves the control
+plane and the kubelet binary is swapped, in the order the version skew policy allows: control
+plane first on the way up, kubelets first on the way down (a kubelet must never be newer than
+its API server). Downgrades are not supported by kubeadm, hence --force; etcd keeps its version
+both ways (--etcd-upgrade=false) because etcd cannot go back to an older minor's storage format.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from clusters import health
+from clusters.images import BuiltImages
+from clusters.nodes import KindNodes, Node
+from clusters.versions import KubeVersion, kubernetes_bin
+
+STAGE_DIR = "/kep5004/versions"
+BINARIES = ("kubeadm", "kubelet", "kubectl")
+COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def progress(message: str) -> None:
+    print(f"[clusters] {message}", file=sys.stderr, flush=True)
+
+
+def staged(version: KubeVersion, binary: str) -> str:
+    return f"{STAGE_DIR}/{version.tag}/{binary}"
+
+
+def stage(nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
+    """Binaries and component images of `version` on every node (once per node)."""
+    archive = images.components(version)
+    for node in nodes.nodes:
+        done = staged(version, ".staged")
+        if node.sh(f"test -f {done} && echo yes || true").strip() == "yes":
+            continue
+        progress(f"{nodes.cluster}: staging Kubernetes {version.tag} on {node.name}")
+        node.sh(f"mkdir -p {STAGE_DIR}/{version.tag}")
+        for binary in BINARIES:
+            node.copy_in(kubernetes_bin(version, binary), staged(version, binary))
+        tmp = staged(version, "components.tar")
+        node.copy_in(archive, tmp)
+        node.sh("ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms "
+                f"--no-unpack --digests {tmp} >/dev/null && rm {tmp} && touch {done}")
+
+
+def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, force: bool) -> None:
+    progress(f"{node.name}: kubeadm upgrade apply {version.tag}{' --force (downgrade)' if force else ''}")
+    node.sh(f"{staged(version, 'kubeadm')} upgrade apply {version.tag} --yes --ignore-preflight-errors=all "
+            f"--etcd-upgrade=false{' --force' if force else ''}", timeout=900)
+    health.wait_static_pods(kubeconfig, node.name, COMPONENTS, f":{version.tag}")
+
+
+def _swap_kubelet(kubeconfig: Path, node: Node, version: KubeVersion) -> None:
+    progress(f"{node.name}: kubelet {version.tag}")
+    if node.role != "control-plane":
+        # Rewrites the node's kubelet configuration from the cluster's (kubeadm's worker step).
+        node.sh(f"{staged(version, 'kubeadm')} upgrade node --ignore-preflight-errors=all")
+    node.sh(f"cp {staged(version, 'kubelet')} /usr/bin/kubelet.new && mv /usr/bin/kubelet.new /usr/bin/kubelet")
+    node.restart_kubelet()
+    health.wait_nodes_ready(kubeconfig, timeout=300)
+
+
+def change_version(kubeconfig: Path, nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
+    current = KubeVersion.parse(health.server_version(kubeconfig).split("+")[0])
+    if current == version:
+        return
+    stage(nodes, version, images)
+    up = version > current
+    progress(f"{nodes.cluster}: {'upgrading' if up else 'downgrading'} {current.tag} -> {version.tag}")
+    kubelets = [*nodes.control_planes, *nodes.workers] if up else [*nodes.workers, *nodes.control_planes]
+    if up:
+        for node in nodes.control_planes:
+            _apply_control_plane(kubeconfig, node, version, force=False)
+    for node in kubelets:
+        _swap_kubelet(kubeconfig, node, version)
+    if not up:
+        for node in nodes.control_planes:
+            _apply_control_plane(kubeconfig, node, version, force=True)
+    health.wait_nodes_ready(kubeconfig, kubelet_version=version.tag)
+    progress(f"{nodes.cluster}: now at {health.server_version(kubeconfig)}")
