@@ -6,6 +6,7 @@ so a bad DaemonSet fails at start with a message that says exactly what to fix.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import yaml
 
 from fake_driver.cdi import DEFAULT_CDI_DIR, CdiKind
 from fake_driver.exposure import DEFAULT_STATE_DIR
+from fake_driver.grpc_unix import MAX_SOCKET_PATH_BYTES
 from fake_driver.inventory import PROFILES, DeviceProfile, NodeInventory, build_inventory
 
 ENV_CONFIG_FILE = "FAKE_GPU_CONFIG"
@@ -48,6 +50,9 @@ class DriverConfig:
     delete_slices_on_exit: bool
     device_plugin_cdi: bool  # device plugin hands out CDI devices instead of env + mounts
     ready_file: Path
+    # Set (from the downward API) for seamless rolling updates: the old and the new pod of a
+    # node both serve for a while, so each needs sockets of its own; the kubelet uses the newest.
+    pod_uid: str = ""
 
     @property
     def driver_plugin_dir(self) -> Path:
@@ -55,11 +60,15 @@ class DriverConfig:
 
     @property
     def dra_socket(self) -> Path:
-        return self.driver_plugin_dir / "dra.sock"
+        return self.driver_plugin_dir / (f"dra-{self.pod_uid}.sock" if self.pod_uid else "dra.sock")
 
     @property
     def registration_socket(self) -> Path:
-        return self.plugin_registry_dir / f"{self.driver_name}-reg.sock"
+        name = f"{self.driver_name}-{self.pod_uid}-reg.sock" if self.pod_uid else f"{self.driver_name}-reg.sock"
+        if len(str(self.plugin_registry_dir / name).encode()) > MAX_SOCKET_PATH_BYTES:
+            # Long driver names: the kubelet learns the name from GetInfo, not from the file name.
+            name = hashlib.sha256(name.encode()).hexdigest()[:32] + "-reg.sock"
+        return self.plugin_registry_dir / name
 
     @property
     def checkpoint_path(self) -> Path:
@@ -154,6 +163,7 @@ _SETTINGS = (
              Path("/var/lib/kubelet/device-plugins")),
     _Setting("deleteSlicesOnExit", "FAKE_GPU_DELETE_SLICES_ON_EXIT", _parse_bool, True),
     _Setting("devicePluginCDI", "FAKE_GPU_DEVICE_PLUGIN_CDI", _parse_bool, False),
+    _Setting("podUID", "FAKE_GPU_POD_UID", _parse_str, ""),
     _Setting("readyFile", "FAKE_GPU_READY_FILE", _parse_abs_path,
              Path("/tmp/fake-gpu-driver.ready")),
 )
@@ -258,4 +268,5 @@ def load_config(env: Mapping[str, str] | None = None) -> DriverConfig:
         delete_slices_on_exit=values["deleteSlicesOnExit"],
         device_plugin_cdi=values["devicePluginCDI"],
         ready_file=values["readyFile"],
+        pod_uid=values["podUID"],
     )

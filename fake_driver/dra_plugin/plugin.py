@@ -11,7 +11,7 @@ from fake_driver.config import DriverConfig
 from fake_driver.dra_plugin.checkpoint import Checkpoint
 from fake_driver.dra_plugin.kube_api import KubeApi
 from fake_driver.dra_plugin.preparer import ClaimPreparer
-from fake_driver.dra_plugin.registration import RegistrationService, add_registration_service
+from fake_driver.dra_plugin.registration import RegistrationService, add_registration_service, live_peers
 from fake_driver.dra_plugin.service import SUPPORTED_SERVICES, add_dra_services
 from fake_driver.dra_plugin.slices import SlicePublisher
 from fake_driver.exposure import VIA_DRA, write_device_files
@@ -84,7 +84,11 @@ class DraPlugin:
         if self._registration_server is not None:
             stop_server(self._registration_server, self.config.registration_socket)
             self._registration_server = None
-        if self.config.delete_slices_on_exit:
+        peers = live_peers(self.config.plugin_registry_dir, self.config.registration_socket, self.config.driver_name)
+        if peers:
+            # A rolling update: the new instance serves the same devices and keeps the slices.
+            log.info("leaving the ResourceSlices to the other instance(s) %s", [p.name for p in peers])
+        elif self.config.delete_slices_on_exit:
             try:
                 self.publisher.delete_all()
             except Exception:  # noqa: BLE001 - best effort; the Node owner reference is the backstop

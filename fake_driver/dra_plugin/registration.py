@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Callable, Sequence
 
 import grpc
 
 from fake_driver._gen import pluginregistration_pb2, pluginregistration_pb2_grpc
+from fake_driver.grpc_unix import channel
 
 log = logging.getLogger(__name__)
 
@@ -33,3 +35,21 @@ class RegistrationService:
 
 def add_registration_service(server: grpc.Server, service: RegistrationService) -> None:
     pluginregistration_pb2_grpc.add_RegistrationServicer_to_server(service, server)
+
+
+def live_peers(registry_dir: Path, own_socket: Path, driver_name: str, timeout: float = 2.0) -> list[Path]:
+    """Registration sockets of other running instances of the driver on this node, e.g. the
+    new pod of a rolling update; stale sockets of dead pods do not answer and are left out."""
+    peers = []
+    for path in sorted(registry_dir.glob("*-reg.sock")):
+        if path == own_socket:
+            continue
+        try:
+            with channel(path) as conn:
+                info = pluginregistration_pb2_grpc.RegistrationStub(conn).GetInfo(
+                    pluginregistration_pb2.InfoRequest(), timeout=timeout)
+        except (grpc.RpcError, ValueError):
+            continue
+        if info.name == driver_name:
+            peers.append(path)
+    return peers

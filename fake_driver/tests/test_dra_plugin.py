@@ -14,6 +14,7 @@ from fake_driver._gen import (dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_
                               pluginregistration_pb2, pluginregistration_pb2_grpc)
 from fake_driver.dra_plugin.checkpoint import Checkpoint
 from fake_driver.dra_plugin.plugin import DraPlugin
+from fake_driver.dra_plugin.registration import live_peers
 from fake_driver.grpc_unix import channel
 from fake_driver.probe_output import parse_probe_output
 from fake_driver.tests.helpers import FakeKubeApi, allocated_claim, fake_container, run_probe, wait_for
@@ -234,3 +235,43 @@ def test_slices_are_kept_on_exit_when_configured(make_config, api):
     plugin.publish_once()
     plugin.shutdown()
     assert len(api.slices) == 1
+
+
+def test_rolling_update_instances_have_own_sockets_and_last_one_deletes_slices(make_config, api):
+    """Two pods of a rolling update on one node: the old one stops while the new one serves."""
+    old = DraPlugin(make_config(FAKE_GPU_POD_UID="uid-old"), api, resync_seconds=3600)
+    new = DraPlugin(make_config(FAKE_GPU_POD_UID="uid-new"), api, resync_seconds=3600)
+    assert old.config.registration_socket.name == f"{DRIVER}-uid-old-reg.sock"
+    assert old.config.dra_socket.name == "dra-uid-old.sock" != new.config.dra_socket.name
+    old.start()
+    old.publish_once()
+    new.start()
+    new.publish_once()
+    old.shutdown()
+    assert len(api.slices) == 1, "the old instance must leave the slices to the new one"
+    assert new.config.registration_socket.exists() and new.config.dra_socket.exists()
+    new.shutdown()
+    assert api.slices == {}, "the last instance deletes the slices"
+
+
+def test_stale_or_foreign_registration_sockets_are_not_peers(make_config, api):
+    config = make_config(FAKE_GPU_POD_UID="uid-a")
+    config.plugin_registry_dir.mkdir(parents=True, exist_ok=True)
+    (config.plugin_registry_dir / f"{DRIVER}-uid-dead-reg.sock").touch()  # left by a killed pod
+    other = DraPlugin(make_config(FAKE_GPU_POD_UID="uid-b", FAKE_GPU_DRIVER_NAME="other.example.com"), api,
+                      resync_seconds=3600)
+    other.start()
+    try:
+        assert live_peers(config.plugin_registry_dir, config.registration_socket, DRIVER) == []
+        assert live_peers(config.plugin_registry_dir, config.registration_socket, "other.example.com") == \
+            [other.config.registration_socket]
+    finally:
+        other.shutdown()
+
+
+def test_long_registration_socket_names_are_hashed(make_config):
+    config = make_config(FAKE_GPU_POD_UID="0b1c2d3e-0000-4000-8000-000000000001",
+                         FAKE_GPU_DRIVER_NAME="a-very-long-driver-name.with-many-labels.gpu.example.com")
+    socket = config.registration_socket
+    assert len(str(socket).encode()) <= 107 and socket.name.endswith("-reg.sock")
+    assert config.pod_uid not in socket.name, "the long name should have been replaced by its hash"
