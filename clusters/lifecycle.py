@@ -20,7 +20,7 @@ from clusters.host import HostFacts
 from clusters.images import BuiltImages
 from clusters.paths import state_dir
 from clusters.shell import CommandError, run
-from clusters.topology import ClusterSpec, config_hash, render, to_yaml
+from clusters.topology import CHANGED_IN_PLACE, ClusterSpec, config_hash, render, to_yaml
 from clusters.versions import KubeVersion, kind_bin, kubernetes_bin
 
 
@@ -87,7 +87,8 @@ def _cluster_dir(name: str) -> Path:
 
 
 def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts | None = None) -> Cluster:
-    """Reuse the cluster if it was made from the same rendered config, otherwise (re)create it.
+    """Reuse the cluster if it was made from the same rendered config (never one that tests change
+    in place, see CHANGED_IN_PLACE), otherwise (re)create it.
 
     Either way the workload and driver images are loaded (kind skips nodes that have them).
     """
@@ -105,12 +106,12 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     cluster = Cluster(spec, kubeconfig)
 
     if spec.name in existing_clusters():
-        if hash_file.exists() and hash_file.read_text() == wanted and kubeconfig.exists() and _all_running(cluster):
+        if spec.topology not in CHANGED_IN_PLACE and hash_file.exists() and hash_file.read_text() == wanted and kubeconfig.exists() and _all_running(cluster):
             progress(f"{spec.name}: reusing (config {wanted} unchanged)")
             cluster.wait_nodes_ready(deadline_s=120)
             cluster.load_images(images.workload, images.driver)
             return cluster
-        progress(f"{spec.name}: config changed or nodes not running, recreating")
+        progress(f"{spec.name}: recreating (changed in place by tests, a new config, or nodes not running)")
         delete(spec.name)
 
     cdir.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,8 @@ TOPOLOGIES: dict[str, tuple[str, ...]] = {
     "upgrade": ("dra",),
     "gate-cycle": ("dra",),
 }
+# Topologies whose clusters tests change in place: never reused, always made afresh.
+CHANGED_IN_PLACE = frozenset({"upgrade", "gate-cycle"})
 
 
 class TopologyError(ValueError):

@@ -2,7 +2,9 @@
 
 kind mode (default): per Kubernetes version, build/reuse a kind cluster (topology `dra`),
 deploy the fake driver, run the suite (a parallel stage, then a serial one), then the
-mixed-node tests on a `mixed` cluster, and report per version.
+mixed-node tests on a `mixed` cluster, the gate cycle on a `gate-cycle` cluster (versions
+whose gate can be switched off) and the upgrade to the next pinned minor and back on an
+`upgrade` cluster (from the oldest pinned version), and report per version.
 Existing-cluster mode (--kubeconfig): the same against a cluster and driver you bring,
 creating no kind cluster. Reports go to --out/<target>/: JUnit XML, Allure results,
 summary.json/.md per requirement, and a results bundle (.tar.gz).
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from clusters import lifecycle
@@ -22,10 +25,13 @@ from clusters.images import BuiltImages, ImagesMissingError
 from clusters.paths import REPO_ROOT
 from clusters.shell import CommandError, run
 from clusters.topology import ClusterSpec, TopologyError, parse_gates
-from clusters.versions import UnknownVersionError, resolve, supported_versions
+from clusters.versions import KubeVersion, UnknownVersionError, gate_stage, resolve, supported_versions
 from conformance.lib import driver_setup, profile as profiles
 from conformance.lib.api import Api
 from conformance.report import summary
+
+
+Stage = Callable[[Path, argparse.Namespace, Path], list[int]]
 
 
 def log(message: str) -> None:
@@ -33,7 +39,10 @@ def log(message: str) -> None:
 
 
 SUITE = REPO_ROOT / "conformance" / "suite"
-MIXED_SUITE = SUITE / "mixed"  # needs a cluster whose nodes serve the name both ways
+# Suites that need a cluster of their own topology, run serially after the main stages.
+MIXED_SUITE = SUITE / "mixed"            # nodes serving the name both ways
+GATE_CYCLE_SUITE = SUITE / "gate_cycle"  # switches the gate off and on in place
+UPGRADE_SUITE = SUITE / "upgrade"        # changes the Kubernetes version in place
 
 
 def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Namespace, out: Path,
@@ -51,13 +60,16 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
     log(f"stage {name}: {' '.join(cmd[3:])}")
     start = time.monotonic()
     code = subprocess.call(cmd, cwd=REPO_ROOT)
-    log(f"stage {name}: exit {code} after {time.monotonic() - start:.0f} s")
+    seconds = round(time.monotonic() - start)
+    log(f"stage {name}: exit {code} after {seconds} s")
+    with (out / "stages.jsonl").open("a") as f:
+        f.write(json.dumps({"stage": name, "exit": code, "seconds": seconds}) + "\n")
     return 0 if code == 5 else code  # 5: the stage selected no test
 
 
 def main_stages(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
     """The suite on a cluster whose nodes serve the name through DRA only."""
-    paths = [str(SUITE), f"--ignore={MIXED_SUITE}"]
+    paths = [str(SUITE), *(f"--ignore={d}" for d in (MIXED_SUITE, GATE_CYCLE_SUITE, UPGRADE_SUITE))]
     codes = [run_stage("parallel", paths, kubeconfig, args, out, "not serial", args.parallel)]
     if not args.no_serial:
         codes.append(run_stage("serial", paths, kubeconfig, args, out, "serial", 1))
@@ -72,8 +84,34 @@ def mixed_stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[i
     return [run_stage("mixed", paths, kubeconfig, args, out, "serial", 1)]
 
 
+def gate_cycle_stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
+    return [run_stage("gate-cycle", [str(GATE_CYCLE_SUITE)], kubeconfig, args, out, "serial", 1)]
+
+
+def upgrade_stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
+    return [run_stage("upgrade", [str(UPGRADE_SUITE)], kubeconfig, args, out, "serial", 1)]
+
+
+def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, bool]) -> list[tuple[str, Stage]]:
+    """(topology, stage) pairs to run for one version, each on its own cluster."""
+    plan: list[tuple[str, Stage]] = [("dra", main_stages)]
+    if not args.no_mixed:
+        plan.append(("mixed", mixed_stage))
+    if gates:
+        log(f"{version.tag}: no gate-cycle or upgrade stage with --feature-gates (they start from the defaults)")
+        return plan
+    if not args.no_gate_cycle and not gate_stage(version).gate_locked:
+        plan.append(("gate-cycle", gate_cycle_stage))
+    pinned = sorted(supported_versions())
+    if not args.no_upgrade and version == pinned[0] and len(pinned) > 1:
+        plan.append(("upgrade", upgrade_stage))
+    return plan
+
+
 def finish(out: Path, context: dict, started: float) -> dict[str, int]:
     context["wall_clock_s"] = round(time.monotonic() - started)
+    stages = out / "stages.jsonl"
+    context["stages"] = [json.loads(line) for line in stages.read_text().splitlines()] if stages.exists() else []
     counts = summary.write(summary.read_records(out / "results.jsonl"), out, context)
     (out / "context.json").write_text(json.dumps(context, indent=2))
     bundle = out.with_suffix(".tar.gz")
@@ -85,7 +123,8 @@ def finish(out: Path, context: dict, started: float) -> dict[str, int]:
 
 def fresh(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.jsonl").unlink(missing_ok=True)
+    for stale in ("results.jsonl", "stages.jsonl"):
+        (out / stale).unlink(missing_ok=True)
     return out
 
 
@@ -113,9 +152,7 @@ def on_kind(args: argparse.Namespace, profile: profiles.Profile) -> int:
         started = time.monotonic()
         out = fresh(args.out / ClusterSpec("dra", version, gates=gates).name)
         context: dict = {}
-        for topology, stages in (("dra", main_stages), ("mixed", mixed_stage)):
-            if topology == "mixed" and args.no_mixed:
-                continue
+        for topology, stages in kind_plan(version, args, gates):
             cluster = kind_cluster_with_driver(ClusterSpec(topology, version, gates=gates), images, profile)
             try:
                 context = context or describe(Api(cluster.kubeconfig), profile, out.name)
@@ -160,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
     p.add_argument("--no-mixed", action="store_true", help="skip the mixed device-plugin/DRA stage")
+    p.add_argument("--no-gate-cycle", action="store_true", help="skip the feature gate ON->OFF->ON stage")
+    p.add_argument("--no-upgrade", action="store_true", help="skip the Kubernetes upgrade/downgrade stage")
     p.add_argument("--timeout-scale", type=float, default=1.0,
                    help="multiply every wait deadline: 2 for a slow cluster, 0.25 to fail fast on a broken one")
     p.add_argument("-k", default="", help="pytest -k expression to select tests")

@@ -55,6 +55,8 @@ def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
         {"context": context, "counts": counts, "requirements": [asdict(v) for v in vs]}, indent=2))
     lines = [f"# KEP-5004 conformance: {context.get('target', '')}", "",
              " | ".join(f"{k}: {n}" for k, n in counts.items()), "",
+             *([("stages: " + ", ".join(f"{st['stage']} {st['seconds']} s (exit {st['exit']})"
+                                        for st in context["stages"])), ""] if context.get("stages") else []),
              "| ID | verdict | title | details |", "|---|---|---|---|"]
     for v in vs:
         detail = "<br>".join(x.replace("|", "\\|")[:300] for x in v.reasons) or ", ".join(v.tests)[:300]
