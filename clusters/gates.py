@@ -7,23 +7,18 @@ report the new state before the next one, so a test starts only on a settled clu
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import yaml
 
 from clusters import health
 from clusters.nodes import KindNodes, Node
-from clusters.shell import poll
+from clusters.shell import poll, progress
 
 CONTROL_PLANE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 MANIFEST_DIR = "/etc/kubernetes/manifests"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 FLAG = "--feature-gates="
-
-
-def progress(message: str) -> None:
-    print(f"[clusters] {message}", file=sys.stderr, flush=True)
 
 
 def gates_text(gates: dict[str, bool]) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +18,9 @@ from clusters.health import kubectl_cmd
 from clusters.host import HostFacts
 from clusters.images import BuiltImages
 from clusters.paths import state_dir
-from clusters.shell import CommandError, run
+from clusters.shell import CommandError, progress, run
 from clusters.topology import CHANGED_IN_PLACE, ClusterSpec, config_hash, render, to_yaml
 from clusters.versions import KubeVersion, kind_bin, kubernetes_bin
-
-
-def progress(message: str) -> None:
-    print(f"[clusters] {message}", file=sys.stderr, flush=True)
 
 
 @dataclass

@@ -3,11 +3,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+def progress(message: str) -> None:
+    """A progress line of a long cluster step, on stderr so that it shows under pytest -s and in CI logs."""
+    print(f"[clusters] {message}", file=sys.stderr, flush=True)
 
 
 class CommandError(RuntimeError):

@@ -9,21 +9,17 @@ both ways (--etcd-upgrade=false) because etcd cannot go back to an older minor's
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from clusters import health
 from clusters.images import BuiltImages
 from clusters.nodes import KindNodes, Node
+from clusters.shell import progress
 from clusters.versions import KubeVersion, kubernetes_bin
 
 STAGE_DIR = "/kep5004/versions"
 BINARIES = ("kubeadm", "kubelet", "kubectl")
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
-
-
-def progress(message: str) -> None:
-    print(f"[clusters] {message}", file=sys.stderr, flush=True)
 
 
 def staged(version: KubeVersion, binary: str) -> str:

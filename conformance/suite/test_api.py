@@ -12,13 +12,6 @@ from conformance.suite.conftest import Target
 RESOURCE = "resource.k8s.io/v1"
 
 
-def device_class(name: str, extended_resource_name: str | None, driver: str) -> dict:
-    spec: dict = {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}
-    if extended_resource_name is not None:
-        spec["extendedResourceName"] = extended_resource_name
-    return {"apiVersion": RESOURCE, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
-
-
 @pytest.fixture
 def class_name(target: Target, request: pytest.FixtureRequest):
     name = f"api-{uuid.uuid4().hex[:8]}.kep5004.io"
@@ -30,7 +23,7 @@ def class_name(target: Target, request: pytest.FixtureRequest):
 @pytest.mark.requirement("API-1", "API-4")
 def test_extended_resource_name_round_trips_and_is_mutable(target: Target, class_name: str) -> None:
     api = target.api
-    created = api.create(device_class(class_name, "example.com/api-gpu", target.profile.driver))
+    created = api.create(pods.device_class(class_name, target.profile.driver, "example.com/api-gpu"))
     assert created["spec"].get("extendedResourceName") == "example.com/api-gpu", \
         f"[API-1] create returned spec {created['spec']}"
     stored = api.get(RESOURCE, "DeviceClass", class_name)
@@ -49,8 +42,8 @@ def test_extended_resource_name_round_trips_and_is_mutable(target: Target, class
 def test_duplicate_names_are_accepted(target: Target, class_name: str, request: pytest.FixtureRequest) -> None:
     second = f"dup-{class_name}"
     try:
-        target.api.create(device_class(class_name, "example.com/dup-gpu", target.profile.driver))
-        target.api.create(device_class(second, "example.com/dup-gpu", target.profile.driver))
+        target.api.create(pods.device_class(class_name, target.profile.driver, "example.com/dup-gpu"))
+        target.api.create(pods.device_class(second, target.profile.driver, "example.com/dup-gpu"))
         stored = target.api.get(RESOURCE, "DeviceClass", second)["spec"]
         assert stored.get("extendedResourceName") == "example.com/dup-gpu", \
             f"[API-4] a second class with the same name was not stored with it: {stored}"
@@ -71,7 +64,7 @@ INVALID = {
 def test_invalid_extended_resource_names_are_rejected(target: Target, class_name: str, case: str) -> None:
     value, req = INVALID[case]
     with pytest.raises(ApiException) as rejected:
-        target.api.create(device_class(class_name, value, target.profile.driver))
+        target.api.create(pods.device_class(class_name, target.profile.driver, value))
         stored = target.api.get(RESOURCE, "DeviceClass", class_name)
         pytest.fail(f"[{req}] extendedResourceName {value!r} was accepted; stored: {stored['spec']}")
     assert rejected.value.status == 422, f"[{req}] expected 422 Invalid, got {rejected.value.status}: {rejected.value.body}"
