@@ -89,3 +89,27 @@ def test_extended_resource_request_must_equal_limit(target: Target, namespace: s
         target.api.create(pods.pod("unequal", [c]), namespace)
         pytest.fail("[API-5] a pod with request 1 and limit 2 of an extended resource was accepted")
     assert rejected.value.status == 422
+
+
+@pytest.mark.requirement("API-6")
+def test_implicit_name_accepted_in_container_resources(target: Target, namespace: str) -> None:
+    name = "deviceclass.resource.kubernetes.io/api-6-absent.kep5004.io"  # no such class: the pod stays Pending
+    c = pods.container("main", target.profile.workload_image, {name: 2})
+    c["resources"]["requests"] = {name: "2"}
+    created = target.api.create(pods.pod("implicit", [c]), namespace)
+    resources = created["spec"]["containers"][0]["resources"]
+    assert resources.get("limits", {}).get(name) == "2" == resources.get("requests", {}).get(name), \
+        f"[API-6] the pod was stored with resources {resources}"
+
+
+@pytest.mark.requirement("CTR-5")
+def test_pod_level_resources_refuse_extended_resources(target: Target, namespace: str) -> None:
+    p = target.profile
+    bad = pods.pod("pod-level", [pods.container("main", p.workload_image, {})])
+    bad["spec"]["resources"] = {"limits": {"cpu": "100m", p.extended_resource_name: "1"}}
+    with pytest.raises(ApiException) as rejected:
+        stored = target.api.create(bad, namespace)
+        pytest.fail(f"[CTR-5] a pod with {p.extended_resource_name} in spec.resources was accepted: "
+                    f"{stored['spec'].get('resources')}")
+    assert rejected.value.status == 422, f"[CTR-5] expected 422 Invalid, got {rejected.value.status}"
+    assert "spec.resources" in str(rejected.value.body), f"[CTR-5] the rejection does not name spec.resources: {rejected.value.body}"

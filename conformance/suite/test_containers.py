@@ -8,9 +8,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from kubernetes.dynamic.exceptions import ApiException
 
 from conformance.lib import pods, scenario
-from conformance.lib.special_claim import claim_status
+from conformance.lib.special_claim import claim_status, special_claim
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
 
@@ -94,3 +95,30 @@ def test_container_without_request_sees_no_device(target: Target, namespace: str
     ran = p.deploy != "fake-driver" or "FAKEGPU none" in seen.raw
     assert seen.device_ids == [] and ran, f"[KUBELET-2] container plain without a request sees: {seen.raw.strip()[:400]!r}"
     assert len(served.seen["gpu"]) == 1, f"[KUBELET-2] container gpu should see one device: {served.seen}"
+
+
+@pytest.mark.requirement("CTR-4")
+def test_ephemeral_containers_get_no_devices(target: Target, namespace: str) -> None:
+    api, p = target.api, target.profile
+    served = scenario.run_pod_and_verify(target, namespace, pods.pod(
+        "debugged", [pods.container("main", p.workload_image, {p.extended_resource_name: 1})]))
+    ephemeral = api.resource("v1", "Pod").ephemeralcontainers
+
+    def add(container: dict) -> None:
+        ephemeral.patch(name="debugged", namespace=namespace, body={"spec": {"ephemeralContainers": [container]}},
+                        content_type="application/strategic-merge-patch+json")
+
+    debug = {"name": "debug", "image": p.workload_image, "imagePullPolicy": "IfNotPresent",
+             "command": ["sh", "-c", pods.SLEEP]}
+    with pytest.raises(ApiException) as rejected:
+        add({**debug, "name": "debug-gpu", "resources": {"limits": {p.extended_resource_name: "1"}}})
+        pytest.fail("[CTR-4] an ephemeral container requesting an extended resource was accepted")
+    assert rejected.value.status == 422, f"[CTR-4] expected 422 Invalid, got {rejected.value.status}"
+    add(debug)
+    pod = pods.get(api, namespace, "debugged")
+    mapped = {m["containerName"] for m in claim_status(pod)["requestMappings"]}
+    requests = [r["name"] for r in special_claim(api, pod)["spec"]["devices"]["requests"]]
+    before = [r["name"] for r in served.claim["spec"]["devices"]["requests"]]
+    assert mapped == {"main"} and requests == before, \
+        f"[CTR-4] after adding ephemeral container debug: mapped containers {mapped}, claim requests {requests} " \
+        f"(before {before})"
