@@ -14,6 +14,7 @@ import yaml
 from clusters import health
 from clusters.nodes import KindNodes, Node
 from clusters.shell import poll, progress
+from clusters.topology import parse_gates
 
 CONTROL_PLANE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 MANIFEST_DIR = "/etc/kubernetes/manifests"
@@ -31,9 +32,7 @@ def with_gate(command: list[str], gate: str, value: bool) -> list[str]:
     rest = []
     for arg in command:
         if arg.startswith(FLAG):
-            for item in filter(None, arg[len(FLAG):].split(",")):
-                name, _, v = item.partition("=")
-                gates[name] = v.lower() == "true"
+            gates.update(parse_gates(arg[len(FLAG):]))
         else:
             rest.append(arg)
     gates[gate] = value

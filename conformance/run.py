@@ -84,12 +84,11 @@ def mixed_stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[i
     return [run_stage("mixed", paths, kubeconfig, args, out, "serial", 1)]
 
 
-def gate_cycle_stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
-    return [run_stage("gate-cycle", [str(GATE_CYCLE_SUITE)], kubeconfig, args, out, "serial", 1)]
-
-
-def upgrade_stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
-    return [run_stage("upgrade", [str(UPGRADE_SUITE)], kubeconfig, args, out, "serial", 1)]
+def serial_suite_stage(name: str, suite: Path) -> Stage:
+    """A stage running one suite directory's tests alone (they change the cluster in place)."""
+    def stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
+        return [run_stage(name, [str(suite)], kubeconfig, args, out, "serial", 1)]
+    return stage
 
 
 def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, bool]) -> list[tuple[str, Stage]]:
@@ -101,10 +100,10 @@ def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, b
         log(f"{version.tag}: no gate-cycle or upgrade stage with --feature-gates (they start from the defaults)")
         return plan
     if not args.no_gate_cycle and not gate_stage(version).gate_locked:
-        plan.append(("gate-cycle", gate_cycle_stage))
+        plan.append(("gate-cycle", serial_suite_stage("gate-cycle", GATE_CYCLE_SUITE)))
     pinned = sorted(supported_versions())
     if not args.no_upgrade and version == pinned[0] and len(pinned) > 1:
-        plan.append(("upgrade", upgrade_stage))
+        plan.append(("upgrade", serial_suite_stage("upgrade", UPGRADE_SUITE)))
     return plan
 
 
