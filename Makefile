@@ -9,6 +9,8 @@ export KEP5004_CACHE := $(CACHE)
 export PYTHONPATH := $(CURDIR)
 # VERSIONS=v1.37.2 limits toolchain and image builds to some pinned Kubernetes versions.
 VERSIONS ?=
+# The CI tier (make test) builds and runs only the default pinned version.
+DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEFAULT)
 
 .PHONY: venv protos host toolchain images unit test conformance bench clean-clusters
 
@@ -37,11 +39,17 @@ images: toolchain protos
 unit: protos
 	$(PY) -m pytest -m "not cluster" -q
 
-# Unit tests and real-cluster tests (clusters/, fake_driver/, conformance/ unit), then a
-# conformance run on kind for every pinned version. Each stage deletes the clusters it made.
+# Two tiers (docs/timings.md has what each costs, cold and warm):
+# - test (CI, every change; must pass cold in <= 60 min): unit tests, real-cluster tests of
+#   clusters/ and fake_driver/, and the conformance main and mixed stages, all on the default
+#   version only, so only that version's Kubernetes is built.
+# - conformance (nightly, and before resolving an issue that touches its stages): every pinned
+#   version, profile and stage (gate cycle, upgrade, ...).
+# Each stage deletes the clusters it made.
+test: VERSIONS = $(DEFAULT_VERSION)
 test: images
-	$(PY) -m pytest -q $(PYTEST_ARGS)
-	$(PY) -m conformance.run $(ARGS)
+	$(PY) -m pytest -q --k8s-versions $(DEFAULT_VERSION) $(PYTEST_ARGS)
+	$(PY) -m conformance.run --k8s-versions $(DEFAULT_VERSION) $(ARGS)
 
 conformance: images
 	$(PY) -m conformance.run $(ARGS)
