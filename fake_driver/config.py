@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from fake_driver.cdi import DEFAULT_CDI_DIR, CdiKind
+from fake_driver.defects import parse_defects
 from fake_driver.exposure import DEFAULT_STATE_DIR
 from fake_driver.grpc_unix import MAX_SOCKET_PATH_BYTES
 from fake_driver.inventory import PROFILES, DeviceProfile, NodeInventory, build_inventory
@@ -53,6 +54,7 @@ class DriverConfig:
     # Set (from the downward API) for seamless rolling updates: the old and the new pod of a
     # node both serve for a while, so each needs sockets of its own; the kubelet uses the newest.
     pod_uid: str = ""
+    defects: frozenset[str] = frozenset()  # fake_driver.defects: off unless a self-check asks
 
     @property
     def driver_plugin_dir(self) -> Path:
@@ -166,6 +168,7 @@ _SETTINGS = (
     _Setting("podUID", "FAKE_GPU_POD_UID", _parse_str, ""),
     _Setting("readyFile", "FAKE_GPU_READY_FILE", _parse_abs_path,
              Path("/tmp/fake-gpu-driver.ready")),
+    _Setting("defects", "FAKE_GPU_DEFECTS", parse_defects, frozenset()),
 )
 
 
@@ -269,4 +272,5 @@ def load_config(env: Mapping[str, str] | None = None) -> DriverConfig:
         device_plugin_cdi=values["devicePluginCDI"],
         ready_file=values["readyFile"],
         pod_uid=values["podUID"],
+        defects=values["defects"],
     )

@@ -14,6 +14,9 @@ from pathlib import Path
 from string import Template
 from typing import Mapping
 
+import yaml
+
+from fake_driver.defects import parse_defects
 from fake_driver.exposure import DEFAULT_STATE_DIR
 from fake_driver.inventory import PROFILES
 
@@ -37,6 +40,7 @@ DEFAULTS: Mapping[str, str] = {
     "NODE_DEVICES": "{}",  # YAML/JSON flow mapping node -> count, e.g. {"kind-worker2": 2}
     "STATE_DIR": str(DEFAULT_STATE_DIR),
     "DEVICE_PLUGIN_CDI": "false",
+    "DEFECTS": "[]",  # YAML flow list of fake_driver.defects names (self-check only)
 }
 
 
@@ -61,7 +65,10 @@ def render_driver(overrides: Mapping[str, str] | None = None) -> str:
 
 
 def render_deviceclasses(overrides: Mapping[str, str] | None = None) -> str:
-    return render(DEVICECLASS_FILE, overrides)
+    text = render(DEVICECLASS_FILE, overrides)
+    if "deviceclass-without-name" in parse_defects(yaml.safe_load(template_values(overrides)["DEFECTS"]) or []):
+        text = "".join(line for line in text.splitlines(keepends=True) if "extendedResourceName:" not in line)
+    return text
 
 
 def main(argv: list[str]) -> int:

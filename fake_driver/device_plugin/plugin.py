@@ -38,7 +38,7 @@ class DevicePlugin:
         self._register_timeout = register_timeout
         self._ready = ReadyFile(config.ready_file)
         cdi_kind = config.cdi_kind if config.device_plugin_cdi else None
-        self.service = DevicePluginService(self.inventory, config.state_dir, cdi_kind)
+        self.service = DevicePluginService(self.inventory, config.state_dir, cdi_kind, config.defects)
 
     def run(self, stop: threading.Event) -> None:
         cfg = self.config

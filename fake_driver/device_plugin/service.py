@@ -10,6 +10,7 @@ import grpc
 from fake_driver import cdi
 from fake_driver._gen import deviceplugin_v1beta1_pb2 as pb
 from fake_driver._gen import deviceplugin_v1beta1_pb2_grpc as pb_grpc
+from fake_driver.defects import neighbour
 from fake_driver.exposure import VIA_DEVICE_PLUGIN, container_edits, write_device_files
 from fake_driver.inventory import Gpu, NodeInventory
 
@@ -28,11 +29,13 @@ def write_cdi_spec(kind: cdi.CdiKind, cdi_dir: Path, state_dir: Path, inventory:
 
 
 class DevicePluginService:
-    def __init__(self, inventory: NodeInventory, state_dir: Path, cdi_kind: cdi.CdiKind | None):
+    def __init__(self, inventory: NodeInventory, state_dir: Path, cdi_kind: cdi.CdiKind | None,
+                 defects: frozenset[str] = frozenset()):
         """`cdi_kind` set: Allocate names CDI devices; None: it returns env vars + mounts."""
         self._inventory = inventory
         self._state_dir = state_dir
         self._cdi_kind = cdi_kind
+        self._extra_device = "device-plugin-extra-device" in defects  # self-check only
 
     def GetDevicePluginOptions(self, request, context: grpc.ServicerContext):
         return pb.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True)
@@ -59,6 +62,8 @@ class DevicePluginService:
         response = pb.AllocateResponse()
         for container in request.container_requests:
             gpus = [self._gpu(device_id, context) for device_id in container.devices_ids]
+            if self._extra_device and gpus:
+                gpus.append(neighbour(self._inventory.gpus, gpus[-1]))
             # Recreate host files a node cleanup may have removed; the runtime binds them next.
             write_device_files(self._state_dir, self._inventory.node_name, VIA_DEVICE_PLUGIN, gpus)
             entry = response.container_responses.add()

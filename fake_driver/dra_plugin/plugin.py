@@ -26,8 +26,8 @@ class DraPlugin:
         self.config = config
         self.inventory = config.inventory()
         self.preparer = ClaimPreparer(api, config.driver_name, self.inventory, config.state_dir,
-                                      config.cdi_dir, Checkpoint(config.checkpoint_path))
-        self.publisher = SlicePublisher(api, config.driver_name, self.inventory)
+                                      config.cdi_dir, Checkpoint(config.checkpoint_path), config.defects)
+        self.publisher = SlicePublisher(api, config.driver_name, self.inventory, config.defects)
         self._resync_seconds = resync_seconds
         self._ready = ReadyFile(config.ready_file)
         self._state_lock = threading.Lock()

@@ -10,7 +10,8 @@ from typing import NamedTuple
 from fake_driver import cdi
 from fake_driver.dra_plugin.checkpoint import Allocation, Checkpoint, PreparedClaim
 from fake_driver.dra_plugin.kube_api import KubeApi, Object
-from fake_driver.exposure import VIA_DRA, container_edits, write_device_files
+from fake_driver.defects import neighbour
+from fake_driver.exposure import VIA_DRA, ContainerEdits, container_edits, write_device_files
 from fake_driver.inventory import Gpu, NodeInventory
 
 
@@ -40,7 +41,7 @@ class PrepareError(Exception):
 
 class ClaimPreparer:
     def __init__(self, api: KubeApi, driver_name: str, inventory: NodeInventory,
-                 state_dir: Path, cdi_dir: Path, checkpoint: Checkpoint):
+                 state_dir: Path, cdi_dir: Path, checkpoint: Checkpoint, defects: frozenset[str] = frozenset()):
         self._api = api
         self._driver = driver_name
         self._inventory = inventory
@@ -49,6 +50,7 @@ class ClaimPreparer:
         self._kind = cdi.CdiKind.for_driver(driver_name)
         self._checkpoint = checkpoint
         self._lock = threading.Lock()  # the kubelet may call concurrently; one checkpoint file
+        self._defects = defects
 
     def spec_path(self, claim_uid: str) -> Path:
         return self._kind.spec_path(self._cdi_dir, claim_uid)
@@ -70,6 +72,8 @@ class ClaimPreparer:
 
     def unprepare(self, ref: ClaimRef) -> None:
         """Needs only the UID, so it also works for claims a lost checkpoint forgot about."""
+        if "no-unprepare" in self._defects:
+            return
         with self._lock:
             cdi.remove_spec(self.spec_path(ref.uid))
             if self._checkpoint.claims.pop(ref.uid, None) is not None:
@@ -109,11 +113,12 @@ class ClaimPreparer:
             gpus[gpu.name] = gpu
         if not gpus:
             return ()
-        write_device_files(self._state_dir, self._inventory.node_name, VIA_DRA, gpus.values())
+        if "fail-multi-device-prepare" in self._defects and len(gpus) > 1:
+            raise PrepareError(f"defect fail-multi-device-prepare: refusing {len(gpus)} devices")
+        write_device_files(self._state_dir, self._inventory.node_name, VIA_DRA, self._inventory.gpus)
         spec_devices = [
-            cdi.CdiDevice(name=self.cdi_device_name(claim_uid, gpu),
-                          edits=container_edits(self._state_dir, VIA_DRA, [gpu]))
-            for gpu in gpus.values()
+            cdi.CdiDevice(name=self.cdi_device_name(claim_uid, gpu), edits=self._edits(gpu, last=i == len(gpus) - 1))
+            for i, gpu in enumerate(gpus.values())
         ]
         cdi.write_spec(self.spec_path(claim_uid), cdi.spec_document(self._kind, spec_devices))
         return tuple(
@@ -125,3 +130,16 @@ class ClaimPreparer:
             )
             for allocation in claim.allocations
         )
+
+    def _edits(self, gpu: Gpu, last: bool) -> ContainerEdits:
+        """What a container using `gpu` gets; the self-check defects bend it (off by default)."""
+        gpus = self._inventory.gpus
+        shown = neighbour(gpus, gpu) if "prepare-next-device" in self._defects else gpu
+        edits = container_edits(self._state_dir, VIA_DRA, [shown])
+        if "extra-device" in self._defects and last:
+            extra = container_edits(self._state_dir, VIA_DRA, [neighbour(gpus, gpu)])
+            edits = ContainerEdits({**edits.env, **extra.env}, [*edits.mounts, *extra.mounts])
+        if "env-names-other-gpu" in self._defects:
+            edits = ContainerEdits({name: neighbour(gpus, shown).uuid for name in edits.env}, edits.mounts)
+        return edits
+

@@ -40,11 +40,16 @@ def _published_devices(resource_slice: Object) -> list[Object]:
 
 
 class SlicePublisher:
-    def __init__(self, api: KubeApi, driver_name: str, inventory: NodeInventory):
+    def __init__(self, api: KubeApi, driver_name: str, inventory: NodeInventory, defects: frozenset[str] = frozenset()):
         self._api = api
         self._driver = driver_name
         self._node = inventory.node_name
-        self._devices = [slice_device(gpu) for gpu in inventory.gpus]
+        gpus = inventory.gpus[:-1] if "slice-missing-device" in defects else inventory.gpus
+        self._devices = [slice_device(gpu) for gpu in gpus]
+        if "slice-wrong-id" in defects:  # every attribute holding the GPU's identity says something else
+            for device, gpu in zip(self._devices, gpus):
+                device["attributes"] = {k: ({"string": gpu.uuid[::-1]} if v == {"string": gpu.uuid} else v)
+                                        for k, v in device["attributes"].items()}
 
     def _spec(self, generation: int) -> Object:
         return {

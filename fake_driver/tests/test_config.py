@@ -106,3 +106,11 @@ def test_missing_or_broken_file(tmp_path):
     assert "not valid YAML" in problems_of({"NODE_NAME": "n", "FAKE_GPU_CONFIG": broken})[0]
     listing = write_yaml(tmp_path, "- a\n- b\n")
     assert "top level must be a mapping" in problems_of({"NODE_NAME": "n", "FAKE_GPU_CONFIG": listing})[0]
+
+
+def test_defects_are_off_by_default_and_unknown_ones_are_named():
+    assert load_config({"NODE_NAME": "n"}).defects == frozenset()
+    assert load_config({"NODE_NAME": "n", "FAKE_GPU_DEFECTS": "no-unprepare, extra-device"}).defects == \
+        {"no-unprepare", "extra-device"}
+    with pytest.raises(ConfigError, match="unknown defect.*bogus"):
+        load_config({"NODE_NAME": "n", "FAKE_GPU_DEFECTS": "bogus"})

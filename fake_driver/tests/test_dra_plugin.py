@@ -275,3 +275,46 @@ def test_long_registration_socket_names_are_hashed(make_config):
     socket = config.registration_socket
     assert len(str(socket).encode()) <= 107 and socket.name.endswith("-reg.sock")
     assert config.pod_uid not in socket.name, "the long name should have been replaced by its hash"
+
+
+def _probe_prepared(plugin: DraPlugin, root: Path) -> list[tuple[str, str]]:
+    """(uuid, env state) per device a container built from the claim's CDI spec sees."""
+    spec = json.loads((plugin.config.cdi_dir / f"k8s.{DRIVER}_gpu-{UID}.json").read_text())
+    mounts = [(m["hostPath"], m["containerPath"]) for d in spec["devices"] for m in d["containerEdits"]["mounts"]]
+    env = dict(e.split("=", 1) for d in spec["devices"] for e in d["containerEdits"]["env"])
+    return [(g.uuid, g.env) for g in parse_probe_output(run_probe(fake_container(root, mounts), env))]
+
+
+@pytest.mark.parametrize("defect, shown, env", [
+    ("", ["gpu-1", "gpu-3"], "ok"),
+    ("env-names-other-gpu", ["gpu-1", "gpu-3"], "wrong"),
+    ("prepare-next-device", ["gpu-2", "gpu-0"], "ok"),
+    ("extra-device", ["gpu-1", "gpu-3", "gpu-0"], "ok"),
+])
+def test_exposure_defects_change_what_containers_see(make_config, api, short_tmp, defect, shown, env):
+    broken = DraPlugin(make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_DEFECTS=defect), api, resync_seconds=3600)
+    broken.start()
+    try:
+        assert prepare(broken, VERSIONS[0]).claims[UID].error == ""
+        uuids = {g.name: g.uuid for g in broken.inventory.gpus}
+        assert sorted(_probe_prepared(broken, short_tmp / "ctr")) == sorted((uuids[n], env) for n in shown)
+    finally:
+        broken.shutdown()
+
+
+def test_lifecycle_defects(make_config, api):
+    keeps = DraPlugin(make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_DEFECTS="no-unprepare"), api, resync_seconds=3600)
+    keeps.start()
+    try:
+        prepare(keeps, VERSIONS[0])
+        unprepare(keeps, VERSIONS[0])
+        assert keeps.preparer.spec_path(UID).exists() and UID in Checkpoint(keeps.config.checkpoint_path).claims
+    finally:
+        keeps.shutdown()
+    refuses = DraPlugin(make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_DEFECTS="fail-multi-device-prepare"), api,
+                        resync_seconds=3600)
+    refuses.start()
+    try:
+        assert "fail-multi-device-prepare" in prepare(refuses, VERSIONS[0]).claims[UID].error
+    finally:
+        refuses.shutdown()
