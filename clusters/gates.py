@@ -13,8 +13,10 @@ import yaml
 
 from clusters import health
 from clusters.nodes import KindNodes, Node
-from clusters.shell import poll, progress
+from clusters.shell import progress
 from clusters.topology import parse_gates
+from kube.api import TRANSIENT_ERRORS
+from kube.waits import wait_for
 
 CONTROL_PLANE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 MANIFEST_DIR = "/etc/kubernetes/manifests"
@@ -58,14 +60,21 @@ def _switch_control_plane(kubeconfig: Path, node: Node, gate: str, value: bool) 
         node.write(path, patch_manifest(node.read(path), gate, value))
     # Every component is checked for the exact flag it now runs with; the API server also by its metric.
     health.wait_static_pods(kubeconfig, node.name, CONTROL_PLANE_COMPONENTS, f"{gate}={str(value).lower()}")
-    poll(lambda: health.feature_enabled(kubeconfig, gate) is value, 180, f"kube-apiserver to report {gate}={value}")
+    _wait_reported(kubeconfig, gate, value)
 
 
 def _switch_kubelet(kubeconfig: Path, node: Node, gate: str, value: bool) -> None:
     node.write(KUBELET_CONFIG, patch_kubelet_config(node.read(KUBELET_CONFIG), gate, value))
     node.restart_kubelet()
-    poll(lambda: health.feature_enabled(kubeconfig, gate, node.name) is value, 180,
-         f"the kubelet on {node.name} to report {gate}={value}")
+    _wait_reported(kubeconfig, gate, value, node.name)
+
+
+def _wait_reported(kubeconfig: Path, gate: str, value: bool, node: str | None = None) -> None:
+    """Until kube-apiserver (or the kubelet on `node`) reports the gate as `value` in its metrics."""
+    who = f"the kubelet on {node}" if node else "kube-apiserver"
+    wait_for(lambda: health.feature_enabled(kubeconfig, gate, node) is value, timeout=180,
+             what=f"{who} to report {gate}={value}", interval=health.INTERVAL,
+             describe=lambda: f"{gate}={health.feature_enabled(kubeconfig, gate, node)}", transient=TRANSIENT_ERRORS)
 
 
 def set_gate(kubeconfig: Path, nodes: KindNodes, gate: str, value: bool) -> None:

@@ -8,19 +8,32 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_kind import KindCluster
 
 from clusters import health, network
-from clusters.health import kubectl_cmd
 from clusters.host import HostFacts
 from clusters.images import BuiltImages
 from clusters.paths import state_dir
 from clusters.shell import CommandError, progress, run
 from clusters.topology import CHANGED_IN_PLACE, ClusterSpec, config_hash, render, to_yaml
-from clusters.versions import KubeVersion, kind_bin, kubernetes_bin
+from clusters.versions import KubeVersion, default_version, kind_bin, kubernetes_bin
+from kube.api import Api
+
+
+def kubectl_cmd(kubeconfig: Path, version: KubeVersion | None = None) -> list[str]:
+    """Our kubectl (of `version`, default the pinned default) against any kubeconfig: for applying
+    manifests; reads and waits go through kube.api."""
+    return [str(kubernetes_bin(version or default_version(), "kubectl")), f"--kubeconfig={kubeconfig}"]
+
+
+def kubectl_runner(kubeconfig: Path) -> Callable[..., str]:
+    """kubectl against any kubeconfig as a callable (args..., input=...), like Cluster.kubectl."""
+    command = kubectl_cmd(kubeconfig)
+    return lambda *args, input=None: run([*command, *args], input=input)
 
 
 @dataclass
@@ -81,11 +94,14 @@ def _cluster_dir(name: str) -> Path:
     return state_dir() / name
 
 
-def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts | None = None) -> Cluster:
+def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts | None = None,
+           failure_logs: Path | None = None) -> Cluster:
     """Reuse the cluster if it was made from the same rendered config (never one that tests change
     in place, see CHANGED_IN_PLACE), otherwise (re)create it.
 
-    Either way the workload and driver images are loaded (kind skips nodes that have them).
+    Either way the workload and driver images are loaded (kind skips nodes that have them). A
+    cluster that fails to come up is deleted, after its node logs (kubelet, containerd, pods)
+    were exported to `failure_logs` (default: <state>/failed/<name>-<time>), so the cause is kept.
     """
     images = images or BuiltImages.load()
     host = host or HostFacts.detect()
@@ -118,12 +134,15 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     try:
         _create_with_retry(spec, kubeconfig, node_image, config_path)
         progress(f"{spec.name}: installing pod network")
-        network.install(cluster.kubectl_cmd)
+        network.install(Api(kubeconfig))
         cluster.wait_nodes_ready()
         cluster.load_images(images.workload, images.driver)
-    except BaseException:
-        # Ctrl-C or a failure: leave nothing half-created behind.
-        progress(f"{spec.name}: creation failed, deleting the partial cluster")
+    except BaseException as err:
+        # Ctrl-C or a failure: leave nothing half-created behind, but keep why it failed.
+        if not isinstance(err, KeyboardInterrupt) and spec.name in existing_clusters():
+            logs = export_logs(spec.name, failure_logs or state_dir() / "failed" / f"{spec.name}-{time.strftime('%H%M%S')}")
+            progress(f"{spec.name}: creation failed ({type(err).__name__}); node logs in {logs}")
+        progress(f"{spec.name}: deleting the partial cluster")
         delete(spec.name)
         raise
     hash_file.write_text(wanted)

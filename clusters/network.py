@@ -7,9 +7,10 @@ network. Nodes never change after creation, so static routes are enough.
 from __future__ import annotations
 
 import json
-import time
 
 from clusters.shell import run
+from kube.api import TRANSIENT_ERRORS, Api
+from kube.waits import wait_for
 
 CNI_CONFIG_PATH = "/etc/cni/net.d/10-kep5004.conflist"
 
@@ -30,24 +31,21 @@ def cni_config(pod_cidr: str) -> str:
     }, indent=2)
 
 
-def node_addresses(kubectl: list[str], deadline_s: float = 120) -> dict[str, tuple[str, str]]:
-    """node name -> (InternalIP, podCIDR), waiting for the controller manager to assign CIDRs."""
-    end = time.monotonic() + deadline_s
-    while True:
-        nodes = json.loads(run([*kubectl, "get", "nodes", "-o", "json"]))["items"]
-        result = {}
-        for n in nodes:
-            ip = next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
-            result[n["metadata"]["name"]] = (ip, n["spec"].get("podCIDR", ""))
-        if result and all(cidr for _, cidr in result.values()):
-            return result
-        if time.monotonic() > end:
-            raise TimeoutError(f"nodes without a podCIDR after {deadline_s:.0f} s: {result}")
-        time.sleep(2)
+def node_addresses(api: Api) -> dict[str, tuple[str, str]]:
+    """node name -> (InternalIP, podCIDR); the podCIDR is "" until the controller manager assigns one."""
+    result: dict[str, tuple[str, str]] = {}
+    for n in api.list("v1", "Node"):
+        ip = next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
+        result[n["metadata"]["name"]] = (ip, n["spec"].get("podCIDR", ""))
+    return result
 
 
-def install(kubectl: list[str]) -> None:
-    addresses = node_addresses(kubectl)
+def install(api: Api) -> None:
+    def assigned() -> dict[str, tuple[str, str]] | None:
+        found = node_addresses(api)
+        return found if found and all(cidr for _, cidr in found.values()) else None
+    addresses = wait_for(assigned, timeout=120, what="a podCIDR on every node", interval=2,
+                         describe=lambda: str(node_addresses(api)), transient=TRANSIENT_ERRORS)
     for node, (_, cidr) in addresses.items():
         routes = [f"ip route replace {other_cidr} via {other_ip}"
                   for other, (other_ip, other_cidr) in addresses.items() if other != node]

@@ -4,11 +4,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Sequence
-from typing import TypeVar
-
-T = TypeVar("T")
+from collections.abc import Sequence
 
 
 def progress(message: str) -> None:
@@ -28,20 +24,3 @@ def run(args: Sequence[str], *, input: str | None = None, check: bool = True, ti
         raise CommandError(f"`{' '.join(args)}` exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     return proc.stdout
 
-
-def poll(check: Callable[[], T | None], timeout: float, what: str, interval: float = 3,
-         describe: Callable[[], str] | None = None) -> T:
-    """Call `check` until it returns something truthy; errors of the tools count as 'not yet'
-    (components restart under us), and the last one is reported on timeout."""
-    end, last = time.monotonic() + timeout, ""
-    while True:
-        try:
-            result = check()
-            if result:
-                return result
-        except (CommandError, subprocess.TimeoutExpired) as err:
-            last = str(err)
-        if time.monotonic() > end:
-            state = describe() if describe else last
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}" + (f": {state}" if state else ""))
-        time.sleep(interval)

@@ -16,6 +16,7 @@ from clusters.images import BuiltImages
 from clusters.nodes import KindNodes, Node
 from clusters.shell import progress
 from clusters.versions import KubeVersion, kubernetes_bin
+from kube.api import Api
 
 STAGE_DIR = "/kep5004/versions"
 BINARIES = ("kubeadm", "kubelet", "kubectl")
@@ -61,7 +62,8 @@ def _swap_kubelet(kubeconfig: Path, node: Node, version: KubeVersion) -> None:
 
 
 def change_version(kubeconfig: Path, nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
-    current = KubeVersion.parse(health.server_version(kubeconfig).split("+")[0])
+    api = Api(kubeconfig)
+    current = KubeVersion.parse(api.server_version().split("+")[0])
     if current == version:
         return
     stage(nodes, version, images)
@@ -77,4 +79,4 @@ def change_version(kubeconfig: Path, nodes: KindNodes, version: KubeVersion, ima
         for node in nodes.control_planes:
             _apply_control_plane(kubeconfig, node, version, force=True)
     health.wait_nodes_ready(kubeconfig, kubelet_version=version.tag)
-    progress(f"{nodes.cluster}: now at {health.server_version(kubeconfig)}")
+    progress(f"{nodes.cluster}: now at {api.server_version()}")

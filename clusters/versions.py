@@ -8,10 +8,8 @@ from functools import cache
 from pathlib import Path
 
 from clusters.paths import CLUSTERS_DIR, tools_dir
-from conformance.catalogue import catalogue
-from conformance.catalogue.model import VersionInfo
-
-FEATURE_GATE = "DRAExtendedResource"
+from kube.features import VERSIONS, VersionInfo
+from kube.features import DRAExtendedResource as FEATURE_GATE  # the name topology and the suite import
 
 
 class UnknownVersionError(ValueError):
@@ -73,10 +71,10 @@ def resolve(text: str | None) -> KubeVersion:
 
 
 def gate_stage(version: KubeVersion) -> VersionInfo:
-    """How DRAExtendedResource behaves in this minor, from the requirement catalogue's table."""
-    row = catalogue().table.row_for((version.major, version.minor))
+    """How DRAExtendedResource behaves in this minor, from the table in kube/features.py."""
+    row = VERSIONS.row_for((version.major, version.minor))
     if row is None:
-        raise UnknownVersionError(f"the catalogue records no {FEATURE_GATE} stage for {version.short}")
+        raise UnknownVersionError(f"kube/features.py records no {FEATURE_GATE} stage for {version.short}")
     return row
 
 

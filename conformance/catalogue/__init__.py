@@ -10,9 +10,10 @@ from pathlib import Path
 
 from conformance.catalogue.loader import CatalogueError, load
 from conformance.catalogue.model import (
-    Catalogue, Gate, KnownBug, Requirement, Source, Status, UnknownRequirementError, VersionInfo, VersionTable,
+    Catalogue, Gate, KnownBug, Requirement, Source, Status, UnknownRequirementError,
 )
 from conformance.catalogue.versions import Minor, VersionRange, format_minor, parse_minor
+from kube.features import VersionInfo, VersionTable
 
 CATALOGUE_PATH = Path(__file__).with_name("requirements.yaml")
 

@@ -2,6 +2,7 @@
 
 Every problem found is reported at once (CatalogueError.problems), each with its location.
 Keys that the schema does not know are refused, so that a typo cannot hide a field.
+Requirements are checked against a version table, by default kube.features.VERSIONS.
 """
 from __future__ import annotations
 
@@ -14,18 +15,16 @@ from typing import Any, TypeVar
 
 import yaml
 
-from conformance.catalogue.model import (
-    Catalogue, Gate, KnownBug, Requirement, Source, Status, VersionInfo, VersionTable,
-)
+from conformance.catalogue.model import Catalogue, Gate, KnownBug, Requirement, Source, Status
 from conformance.catalogue.versions import VersionRange, format_minor, parse_minor
+from kube.features import VERSIONS, VersionInfo, VersionTable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the version table and the gate's name moved to kube/features.py
 REQUIREMENT_ID = re.compile(r"[A-Z]+-[0-9]+[a-z]?")
 BUG_ID = re.compile(r"BUG-[0-9]+")
 AREA_ID = re.compile(r"[A-Z]+")
 TOPOLOGY_NAME = re.compile(r"[a-z][a-z0-9-]*")
 SPEC_SECTION = re.compile(r"[0-9]+(\.[0-9]+)*")
-GATE_STAGES = ("alpha", "beta", "GA")
 
 T = TypeVar("T")
 E = TypeVar("E", bound=StrEnum)
@@ -54,32 +53,29 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def load(path: Path) -> Catalogue:
+def load(path: Path, table: VersionTable = VERSIONS) -> Catalogue:
     try:
         raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
     except (OSError, yaml.YAMLError) as err:
         raise CatalogueError(str(path), [str(err)]) from err
-    return parse(raw, str(path))
+    return parse(raw, str(path), table)
 
 
-def parse(raw: object, origin: str) -> Catalogue:
+def parse(raw: object, origin: str, table: VersionTable) -> Catalogue:
     problems: list[str] = []
     try:
-        top = _fields(raw, "top level", ("schema", "feature_gate", "gate_components", "areas", "topologies",
-                                         "versions", "requirements"), ("known_bugs",))
+        top = _fields(raw, "top level", ("schema", "gate_components", "areas", "topologies", "requirements"),
+                      ("known_bugs",))
         if top["schema"] != SCHEMA_VERSION:
             raise _Invalid(f"schema: expected {SCHEMA_VERSION}, got {top['schema']!r}")
-        feature_gate = _text(top["feature_gate"], "feature_gate")
         components = _list(top["gate_components"], "gate_components", _text)
         areas = _names(top["areas"], "areas", AREA_ID)
         topologies = _names(top["topologies"], "topologies", TOPOLOGY_NAME)
     except _Invalid as err:
         raise CatalogueError(origin, [str(err)]) from None
-    table = VersionTable(feature_gate, tuple(_each(top["versions"], "versions", _version_row, problems)))
     bugs = _each(top.get("known_bugs") or [], "known_bugs", _bug, problems)
     requirements = _each(top["requirements"], "requirements",
                          lambda item, where: _requirement(item, where, table), problems)
-    problems += _check_table(table)
     problems += _check_references(requirements, bugs, areas, topologies, table)
     if problems:
         raise CatalogueError(origin, problems)
@@ -87,24 +83,6 @@ def parse(raw: object, origin: str) -> Catalogue:
 
 
 # --- items -------------------------------------------------------------------------------------
-
-def _version_row(raw: object, where: str) -> VersionInfo:
-    row = _fields(raw, where, ("minor", "gate_stage", "gate_default", "gate_locked", "dra_gate", "api_versions"),
-                  ("field_doc", "notes"))
-    stage = _text(row["gate_stage"], f"{where}.gate_stage")
-    if stage not in GATE_STAGES:
-        raise _Invalid(f"{where}.gate_stage: {stage!r} is not one of {', '.join(GATE_STAGES)}")
-    return VersionInfo(
-        minor=_checked(f"{where}.minor", parse_minor, row["minor"]),
-        gate_stage=stage,
-        gate_default=_flag(row["gate_default"], f"{where}.gate_default"),
-        gate_locked=_flag(row["gate_locked"], f"{where}.gate_locked"),
-        dra_gate=_text(row["dra_gate"], f"{where}.dra_gate"),
-        api_versions=_list(row["api_versions"], f"{where}.api_versions", _text),
-        field_doc=_optional_text(row.get("field_doc"), f"{where}.field_doc"),
-        notes=_optional_text(row.get("notes"), f"{where}.notes"),
-    )
-
 
 def _bug(raw: object, where: str) -> KnownBug:
     bug = _fields(raw, where, ("id", "versions", "summary"), ("fixed_in", "status", "prs", "issues"))
@@ -193,22 +171,13 @@ def _by_version(raw: object, where: str) -> tuple[tuple[VersionRange, str], ...]
 
 # --- whole-catalogue checks --------------------------------------------------------------------
 
-def _check_table(table: VersionTable) -> list[str]:
-    minors = [row.minor for row in table.rows]
-    if not minors:
-        return ["versions: the version table is empty"]
-    if minors != sorted(set(minors)):
-        return ["versions: minors must be unique and in increasing order"]
-    return []
-
-
 def _check_references(requirements: list[Requirement], bugs: list[KnownBug], areas: dict[str, str],
                       topologies: dict[str, str], table: VersionTable) -> list[str]:
     problems = _duplicates("requirement", [req.id for req in requirements])
     problems += _duplicates("known bug", [bug.id for bug in bugs])
     req_ids = {req.id for req in requirements}
     bug_ids = {bug.id for bug in bugs}
-    first = table.rows[0].minor if table.rows else None
+    first = table.rows[0].minor
     for req in requirements:
         if req.area not in areas:
             problems.append(f"{req.id}: unknown area {req.area!r} (known: {', '.join(areas)})")
@@ -217,14 +186,20 @@ def _check_references(requirements: list[Requirement], bugs: list[KnownBug], are
         problems += [f"{req.id}: unknown known bug {bug!r}" for bug in req.bugs if bug not in bug_ids]
         problems += [f"{req.id}: related {other!r} is not another requirement"
                      for other in req.related if other not in req_ids or other == req.id]
-        if first is not None and req.versions.min < first:
+        if req.versions.min < first:
             problems.append(f"{req.id}: starts at {format_minor(req.versions.min)}, before the version table "
                             f"({format_minor(first)})")
         if req.gate is Gate.DISABLED and any(row.gate_locked and row.gate_default
-                                             for row in table.rows_within(req.versions)):
+                                             for row in _rows_within(table, req.versions)):
             problems.append(f"{req.id}: needs the gate off, but {req.versions} reaches versions "
                             "where it is locked on")
     return problems
+
+
+def _rows_within(table: VersionTable, versions: VersionRange) -> list[VersionInfo]:
+    """The rows that govern some minor of `versions`."""
+    first = table.row_for(versions.min)
+    return [row for row in table.rows if row is first or row.minor in versions]
 
 
 def _duplicates(kind: str, ids: list[str]) -> list[str]:

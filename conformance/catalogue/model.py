@@ -1,4 +1,6 @@
-"""The catalogue's objects: version table, known bugs, requirements, and what applies where."""
+"""The catalogue's objects: known bugs, requirements, and what applies where.
+
+Requirements are read against the per-minor gate table of kube.features."""
 from __future__ import annotations
 
 import difflib
@@ -6,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from conformance.catalogue.versions import Minor, VersionRange, format_minor
+from kube.features import VersionTable
 
 
 class Gate(StrEnum):
@@ -23,51 +26,6 @@ class Status(StrEnum):
 
 class UnknownRequirementError(LookupError):
     pass
-
-
-@dataclass(frozen=True)
-class VersionInfo:
-    """One row of the version table: the gate and the API in one Kubernetes minor."""
-
-    minor: Minor
-    gate_stage: str
-    gate_default: bool
-    gate_locked: bool
-    dra_gate: str
-    api_versions: tuple[str, ...]
-    field_doc: str | None = None
-    notes: str | None = None
-
-
-@dataclass(frozen=True)
-class VersionTable:
-    """Gate history per minor; the last row also stands for every later minor."""
-
-    feature_gate: str
-    rows: tuple[VersionInfo, ...]
-
-    def row_for(self, version: Minor) -> VersionInfo | None:
-        earlier = [row for row in self.rows if row.minor <= version]
-        return earlier[-1] if earlier else None
-
-    def rows_within(self, versions: VersionRange) -> list[VersionInfo]:
-        """The rows that govern some minor of `versions`."""
-        first = self.row_for(versions.min)
-        return [row for row in self.rows if row is first or row.minor in versions]
-
-    def gate_on(self, version: Minor, gate_enabled: bool | None) -> bool:
-        """Effective gate state; None means "left at the version's default"."""
-        row = self.row_for(version)
-        if row is None:
-            raise ValueError(f"{self.feature_gate} does not exist in Kubernetes {format_minor(version)}")
-        if gate_enabled is None:
-            return row.gate_default
-        if row.gate_locked and gate_enabled != row.gate_default:
-            raise ValueError(
-                f"{self.feature_gate} is locked to {row.gate_default} in {format_minor(version)}; "
-                "for a cluster that emulates an older version, pass the emulated version"
-            )
-        return gate_enabled
 
 
 @dataclass(frozen=True)

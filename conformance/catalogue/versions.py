@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-Minor = tuple[int, int]
+from kube.features import Minor, format_minor
 
 _MINOR = re.compile(r"(\d+)\.(\d+)")
 
@@ -17,10 +17,6 @@ def parse_minor(text: object) -> Minor:
     if not match:
         raise ValueError(f"version {text!r} is not of the form MAJOR.MINOR")
     return int(match[1]), int(match[2])
-
-
-def format_minor(version: Minor) -> str:
-    return f"{version[0]}.{version[1]}"
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,20 @@ from conformance.catalogue import (
 from conformance.catalogue.__main__ import main
 from conformance.catalogue.markdown import COMMAND, render
 from conformance.catalogue.spec import SpecItem, compare, parse_spec, read_frozen
+from kube.features import DRAExtendedResource, VersionInfo, VersionTable
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 # --- small catalogues for the validation tests ------------------------------------------------
 
-def _row(minor: str, default: bool, locked: bool) -> dict[str, Any]:
-    return {"minor": minor, "gate_stage": "GA" if locked else "beta", "gate_default": default,
-            "gate_locked": locked, "dra_gate": "GA", "api_versions": ["resource.k8s.io/v1"]}
+def _row(minor: int, default: bool, locked: bool, stage: str | None = None) -> VersionInfo:
+    return VersionInfo((1, minor), stage or ("GA" if locked else "beta"), default, locked, "GA",
+                       ("resource.k8s.io/v1",))
+
+
+# The version table the small catalogues are read against (the project's is kube.features.VERSIONS).
+TABLE = VersionTable(DRAExtendedResource, (_row(35, False, False), _row(36, True, False), _row(37, True, True)))
 
 
 def _req(req_id: str, area: str = "API", **fields: Any) -> dict[str, Any]:
@@ -33,12 +38,10 @@ def _req(req_id: str, area: str = "API", **fields: Any) -> dict[str, Any]:
 
 def _doc() -> dict[str, Any]:
     return {
-        "schema": 1,
-        "feature_gate": "DRAExtendedResource",
+        "schema": 2,
         "gate_components": ["kubelet"],
         "areas": {"API": "API", "NAME": "Names"},
         "topologies": {"dra": "DRA nodes", "gate-cycle": "gate switched"},
-        "versions": [_row("1.35", False, False), _row("1.36", True, False), _row("1.37", True, True)],
         "known_bugs": [{"id": "BUG-1", "versions": "1.35", "fixed_in": "1.36", "summary": "s"}],
         "requirements": [_req("API-1"), _req("NAME-1", area="NAME", bugs=["BUG-1"], related=["API-1"])],
     }
@@ -54,7 +57,7 @@ def _problems(tmp_path: Path, mutate: Callable[[dict[str, Any]], None]) -> list[
     doc = copy.deepcopy(_doc())
     mutate(doc)
     with pytest.raises(CatalogueError) as caught:
-        load(_write(tmp_path, doc))
+        load(_write(tmp_path, doc), TABLE)
     return caught.value.problems
 
 
@@ -74,7 +77,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
 
 def test_minimal_catalogue_loads(tmp_path: Path) -> None:
     # Guards the negative cases below: each of them breaks exactly one thing of this document.
-    cat = load(_write(tmp_path, _doc()))
+    cat = load(_write(tmp_path, _doc()), TABLE)
     assert list(cat.requirements) == ["API-1", "NAME-1"]
     assert cat.requirement("NAME-1").bugs == ("BUG-1",)
 
@@ -91,8 +94,6 @@ def test_minimal_catalogue_loads(tmp_path: Path) -> None:
     (_set("requirements.0.applies.min", "v1.35"), "not of the form MAJOR.MINOR"),
     (_set("requirements.0.applies.max", "1.34"), "range ends (1.34) before it starts (1.35)"),
     (_set("requirements.0.applies.min", "1.33"), "before the version table"),
-    (_set("versions.0.minor", "1.x"), "not of the form MAJOR.MINOR"),
-    (_set("versions.1.minor", "1.35"), "unique and in increasing order"),
     (_set("requirements.0.text", "  "), "text: expected non-empty text"),
     (_set("requirements.0.title", None), "missing title"),
     (_set("requirements.0.titel", "typo"), "unknown titel"),
@@ -108,7 +109,9 @@ def test_minimal_catalogue_loads(tmp_path: Path) -> None:
     (_set("requirements.0.source.spec", "§3.1"), "is not a section number"),
     (_set("requirements.0.source.prs", ["#123"]), "expected a positive number"),
     (_set("known_bugs.0.fixed_in", "1.35"), "is not after the affected versions"),
-    (_set("schema", 2), "schema: expected 1"),
+    (_set("schema", 1), "schema: expected 2"),
+    # The version table is Python data in kube/features.py now, no longer part of the YAML.
+    (_set("versions", []), "unknown versions"),
 ])
 def test_invalid_catalogue_is_refused(tmp_path: Path, mutate: Callable[[dict[str, Any]], None],
                                       expected: str) -> None:
@@ -127,9 +130,24 @@ def test_all_problems_are_reported_at_once(tmp_path: Path) -> None:
 
 def test_repeated_yaml_key_is_refused(tmp_path: Path) -> None:
     path = _write(tmp_path, _doc())
-    path.write_text(path.read_text() + "schema: 1\n")
+    path.write_text(path.read_text() + "schema: 2\n")
     with pytest.raises(CatalogueError, match="repeated key 'schema'"):
-        load(path)
+        load(path, TABLE)
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    ((), "is empty"),
+    ((_row(36, True, False), _row(35, False, False)), "unique and in increasing order"),
+    ((_row(35, False, False), _row(35, False, False)), "unique and in increasing order"),
+])
+def test_invalid_version_table_is_refused(rows: tuple[VersionInfo, ...], expected: str) -> None:
+    with pytest.raises(ValueError, match=expected):
+        VersionTable(DRAExtendedResource, rows)
+
+
+def test_unknown_gate_stage_is_refused() -> None:
+    with pytest.raises(ValueError, match="'stable' is not one of alpha, beta, GA"):
+        _row(35, True, True, stage="stable")
 
 
 # --- the project's catalogue ------------------------------------------------------------------
@@ -262,7 +280,7 @@ def test_parse_spec_refuses_a_document_without_section_3() -> None:
 
 
 def test_compare_reports_missing_extra_order_and_status(tmp_path: Path) -> None:
-    cat = load(_write(tmp_path, _doc()))
+    cat = load(_write(tmp_path, _doc()), TABLE)
     assert compare([SpecItem("API-1", False), SpecItem("NAME-1", False)], cat) == []
     assert compare([SpecItem("API-1", False)], cat) == ["NAME-1: in the catalogue, not in the spec"]
     assert compare([SpecItem("API-1", False), SpecItem("NAME-1", False), SpecItem("API-3", False)], cat) == [
