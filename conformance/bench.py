@@ -22,9 +22,9 @@ from clusters.images import BuiltImages
 from clusters.topology import MODE_LABEL, ClusterSpec
 from clusters.versions import resolve
 from conformance.lib import driver_setup, pods
-from conformance.lib.api import Api, Obj
 from conformance.lib.profile import load
-from conformance.lib.waits import wait_for
+from kube.api import Api, Obj
+from kube.waits import wait_for
 
 
 def _ts(text: str) -> float:

@@ -15,12 +15,12 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from conformance.lib.api import Api, Obj
 from conformance.lib.devices import device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.profile import Profile, ProfileError, load
 from conformance.lib.special_claim import allocated_devices, special_claim
-from conformance.lib.waits import WaitTimeout, wait_for
 from conformance.lib.workloads import apply_manifest, pods_of, probe_container
+from kube.api import Api, Obj
+from kube.waits import WaitTimeout, wait_for
 
 
 @dataclass

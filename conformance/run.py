@@ -13,22 +13,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Callable
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from clusters import lifecycle
 from clusters.images import BuiltImages, ImagesMissingError
 from clusters.paths import REPO_ROOT
-from clusters.shell import CommandError, run
+from clusters.shell import CommandError
 from clusters.topology import ClusterSpec, TopologyError, parse_gates
 from clusters.versions import KubeVersion, UnknownVersionError, gate_stage, resolve, supported_versions
-from conformance.lib import driver_setup, profile as profiles
-from conformance.lib.api import Api
+from conformance.lib import driver_setup, preflight, profile as profiles
 from conformance.report import summary
+from kube.api import Api
+from kube.features import VERSIONS, DRAExtendedResource
+from kube.waits import WaitTimeout, set_timeout_scale
 
 
 Stage = Callable[[Path, argparse.Namespace, Path], list[int]]
@@ -45,6 +50,39 @@ GATE_CYCLE_SUITE = SUITE / "gate_cycle"  # switches the gate off and on in place
 UPGRADE_SUITE = SUITE / "upgrade"        # changes the Kubernetes version in place
 
 
+class StageLog:
+    """stages.jsonl of one report directory: each stage's exit code, time, or why it never ran."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / "stages.jsonl"
+
+    def add(self, stage: str, seconds: float, exit: int | None = None, error: str | None = None) -> None:
+        entry = {"stage": stage, "seconds": round(seconds)}
+        entry.update({"exit": exit} if error is None else {"error": error})
+        with self.path.open("a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    @contextmanager
+    def step(self, stage: str, out: Path) -> Iterator[None]:
+        """A step before the tests (cluster, driver): a failure or an interrupt is recorded as the
+        stage's error, with a JUnit error case so that CI dashboards show it, and re-raised."""
+        start = time.monotonic()
+        try:
+            yield
+        except BaseException as err:
+            reason = "interrupted" if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}"
+            self.add(stage, time.monotonic() - start, error=reason)
+            write_junit_error(out / f"junit-{stage.replace(' ', '-')}.xml", stage, reason)
+            raise
+
+
+def write_junit_error(path: Path, stage: str, reason: str) -> None:
+    suite = ET.Element("testsuite", name=f"kep5004 {stage}", tests="1", errors="1", failures="0", skipped="0")
+    case = ET.SubElement(suite, "testcase", classname="kep5004.run", name=stage)
+    ET.SubElement(case, "error", message=reason.splitlines()[0][:500] if reason else "error").text = reason
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
 def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Namespace, out: Path,
               marker: str, workers: int) -> int:
     cmd = [sys.executable, "-m", "pytest", *paths, "-p", "no:cacheprovider", "-m", marker,
@@ -52,19 +90,22 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
            f"--results-json={out / 'results.jsonl'}", f"--junitxml={out / f'junit-{name}.xml'}",
            f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE",
            f"--timeout-scale={args.timeout_scale}",
-           "-o", "junit_family=xunit1",  # keeps the observations tests record as JUnit properties
+           *([f"--preflight={args.preflight_file}"] if args.preflight_file else []),
+           "-o", "junit_family=xunit1",  # keeps the checks tests record as JUnit properties
            # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
            *(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else [])]
     if workers > 1:
         cmd += ["-n", str(workers)]
     log(f"stage {name}: {' '.join(cmd[3:])}")
     start = time.monotonic()
-    code = subprocess.call(cmd, cwd=REPO_ROOT)
-    seconds = round(time.monotonic() - start)
-    log(f"stage {name}: exit {code} after {seconds} s")
-    with (out / "stages.jsonl").open("a") as f:
-        f.write(json.dumps({"stage": name, "exit": code, "seconds": seconds}) + "\n")
-    return 0 if code == 5 else code  # 5: the stage selected no test
+    try:
+        code = subprocess.call(cmd, cwd=REPO_ROOT)
+    except KeyboardInterrupt:
+        StageLog(out).add(name, time.monotonic() - start, error="interrupted")
+        raise
+    log(f"stage {name}: exit {code} after {time.monotonic() - start:.0f} s")
+    StageLog(out).add(name, time.monotonic() - start, exit=code)
+    return 0 if code == 5 else code  # 5: the stage selected no test; a signal gives a negative code
 
 
 def main_stages(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
@@ -108,6 +149,7 @@ def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, b
 
 
 def finish(out: Path, context: dict, started: float) -> dict[str, int]:
+    """Summary, context and bundle of one target, from whatever ran (also after an error or interrupt)."""
     context["wall_clock_s"] = round(time.monotonic() - started)
     stages = out / "stages.jsonl"
     context["stages"] = [json.loads(line) for line in stages.read_text().splitlines()] if stages.exists() else []
@@ -122,45 +164,98 @@ def finish(out: Path, context: dict, started: float) -> dict[str, int]:
 
 def fresh(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("results.jsonl", "stages.jsonl"):
+    for stale in ("results.jsonl", "stages.jsonl", *(p.name for p in out.glob("junit-*.xml")),
+                  *(p.name for p in out.glob("preflight-*.json"))):
         (out / stale).unlink(missing_ok=True)
     return out
 
 
-def describe(api: Api, profile: profiles.Profile, target: str) -> dict:
-    nodes = api.list("v1", "Node")
-    return {"target": target, "server": api.server_version(), "profile": profile.name, "driver": profile.driver,
-            "kubelets": sorted({n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes}),
+def base_context(target: str, profile: profiles.Profile, server: str, gate_enabled: bool | None) -> dict:
+    """What the report says even when no cluster ever answered."""
+    return {"target": target, "server": server, "profile": profile.name, "driver": profile.driver,
+            "gate_enabled": gate_enabled, "preflight": [],
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-def kind_cluster_with_driver(spec: ClusterSpec, images: BuiltImages, profile: profiles.Profile) -> lifecycle.Cluster:
-    cluster = lifecycle.ensure(spec, images)
+def describe(api: Api, context: dict) -> None:
+    nodes = api.list("v1", "Node")
+    context.update(server=api.server_version(),
+                   kubelets=sorted({n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes}))
+
+
+def run_preflight(api: Api, profile: profiles.Profile, context: dict, args: argparse.Namespace, out: Path,
+                  stage: str) -> bool:
+    """Preflight of one cluster: each item becomes a verdict in the summary; the suite's tests get
+    the file and fail with a failed item as their cause. True when nothing failed."""
+    server = KubeVersion.parse(context["server"].split("+")[0].split("-")[0])
+    expected = VERSIONS.gate_on((server.major, server.minor), context.get("gate_enabled"))
+    items = preflight.run(api, profile, (server.major, server.minor), expected)
+    args.preflight_file = out / f"preflight-{stage}.json"
+    preflight.save(items, args.preflight_file)
+    context["preflight"] += [{**vars(i), "name": f"{stage}: {i.name}"} for i in items]
+    if preflight.failed(items):
+        log(f"preflight failed on {stage}: {preflight.one_line(items)}")
+        return False
+    log(f"preflight on {stage}: {len(items)} items passed or not visible")
+    return True
+
+
+def install_and_check_driver(api: Api, kubectl: Callable[..., str], profile: profiles.Profile,
+                             images: BuiltImages | None, context: dict, args: argparse.Namespace, out: Path,
+                             stage: str) -> bool:
     if profile.deploy == "fake-driver":
-        log(f"{cluster.name}: deploying the fake driver ({images.driver})")
-        driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)
-    driver_setup.wait_published(Api(cluster.kubeconfig), profile)
-    return cluster
+        log(f"{stage}: deploying the fake driver")
+        driver_setup.deploy_fake_driver(kubectl, profile, (images or BuiltImages.load()).driver)
+    describe(api, context)
+    try:
+        driver_setup.wait_publishing(api, profile)
+    except WaitTimeout as err:  # preflight names what is missing
+        log(f"{stage}: {err}")
+    return run_preflight(api, profile, context, args, out, stage)
+
+
+def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, profile: profiles.Profile,
+                    args: argparse.Namespace, out: Path, context: dict) -> bool:
+    """One (topology, stage) on a cluster made for it; the cluster goes afterwards (unless --keep),
+    whatever happened. True when the stage passed."""
+    steps = StageLog(out)
+    cluster = None
+    passed = False
+    try:
+        with steps.step(f"{spec.topology} cluster", out):
+            cluster = lifecycle.ensure(spec, images, failure_logs=out / "diagnostics" / f"cluster-{spec.name}")
+        with steps.step(f"{spec.topology} driver", out):
+            api = Api(cluster.kubeconfig)
+            ready = install_and_check_driver(api, cluster.kubectl, profile, images, context, args, out, spec.topology)
+        codes = stage(cluster.kubeconfig, args, out)
+        passed = ready and all(code == 0 for code in codes)
+    except Exception as err:  # recorded by steps.step; the next topology may still give verdicts
+        log(f"{spec.topology} on {spec.version.tag}: {type(err).__name__}: {err}")
+    finally:
+        if cluster is not None:
+            if not passed:
+                cluster.export_logs(out / "diagnostics" / f"cluster-{spec.name}")
+            if not args.keep:
+                lifecycle.delete(cluster.name)
+    return passed
 
 
 def on_kind(args: argparse.Namespace, profile: profiles.Profile) -> int:
     images = BuiltImages.load()
     gates = parse_gates(args.feature_gates)
-    codes: list[int] = []
-    for version in [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions():
+    versions = [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions()
+    passed = True
+    for version in versions:
         started = time.monotonic()
         out = fresh(args.out / ClusterSpec("dra", version, gates=gates).name)
-        context: dict = {}
-        for topology, stages in kind_plan(version, args, gates):
-            cluster = kind_cluster_with_driver(ClusterSpec(topology, version, gates=gates), images, profile)
-            try:
-                context = context or describe(Api(cluster.kubeconfig), profile, out.name)
-                codes += stages(cluster.kubeconfig, args, out)
-            finally:
-                if not args.keep:
-                    lifecycle.delete(cluster.name)
-        finish(out, context, started)
-    return max(codes)
+        context = base_context(out.name, profile, version.tag, gates.get(DRAExtendedResource))
+        try:
+            for topology, stage in kind_plan(version, args, gates):
+                passed &= on_kind_cluster(ClusterSpec(topology, version, gates=gates), stage, images, profile,
+                                          args, out, context)
+        finally:  # after an interrupt too: the partial summary shows the interrupted stage
+            finish(out, context, started)
+    return 0 if passed else 1
 
 
 def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
@@ -170,20 +265,24 @@ def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
     except Exception as err:
         raise CommandError(f"the cluster in {args.kubeconfig} is unreachable: {err}") from None
     log(f"existing cluster {args.kubeconfig}: server {server}")
-    if profile.deploy == "fake-driver":
-        kubectl = lifecycle.kubectl_cmd(args.kubeconfig)
-        driver_setup.deploy_fake_driver(lambda *a, input=None: run([*kubectl, *a], input=input),
-                                        profile, BuiltImages.load().driver)
-    driver_setup.wait_published(api, profile)
     started, out = time.monotonic(), fresh(args.out / "existing")
-    context = describe(api, profile, "existing")
-    codes = main_stages(args.kubeconfig, args, out)
-    # The mixed tests need nodes that serve the name through a device plugin.
-    selector = ",".join(f"{k}={v}" for k, v in profile.device_plugin_node_selector.items())
-    if selector and api.list("v1", "Node", label_selector=selector) and not args.no_mixed:
-        codes += mixed_stage(args.kubeconfig, args, out)
-    finish(out, context, started)
-    return max(codes)
+    context = base_context("existing", profile, server, None)
+    passed = False
+    try:
+        with StageLog(out).step("driver", out):
+            ready = install_and_check_driver(api, lifecycle.kubectl_runner(args.kubeconfig), profile, None, context,
+                                             args, out, "existing")
+        codes = main_stages(args.kubeconfig, args, out)
+        # The mixed tests need nodes that serve the name through a device plugin.
+        selector = ",".join(f"{k}={v}" for k, v in profile.device_plugin_node_selector.items())
+        if selector and api.list("v1", "Node", label_selector=selector) and not args.no_mixed:
+            codes += mixed_stage(args.kubeconfig, args, out)
+        passed = ready and all(code == 0 for code in codes)
+    except Exception as err:  # recorded by the step
+        log(f"existing cluster: {type(err).__name__}: {err}")
+    finally:
+        finish(out, context, started)
+    return 0 if passed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,12 +305,24 @@ def main(argv: list[str] | None = None) -> int:
                    help="keep each test's namespace (its pods keep their devices: later tests may starve)")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "reports", help="report directory")
     args = p.parse_args(argv)
+    args.preflight_file = ""
+    # SIGTERM (a CI job cancelled, `kill`) is handled like Ctrl-C: partial summary, clusters deleted.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
+        set_timeout_scale(args.timeout_scale)
         profile = profiles.load(args.profile)  # a bad profile stops us before anything is created
         return on_existing(args, profile) if args.kubeconfig else on_kind(args, profile)
-    except (profiles.ProfileError, TopologyError, UnknownVersionError, ImagesMissingError, CommandError, TimeoutError, RuntimeError) as err:
+    except (profiles.ProfileError, TopologyError, UnknownVersionError, ImagesMissingError, CommandError,
+            ValueError) as err:
         log(f"error: {err}")
         return 2
+    except KeyboardInterrupt:
+        log("interrupted: partial summaries written, clusters deleted (unless --keep)")
+        return 130
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 if __name__ == "__main__":

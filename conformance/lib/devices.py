@@ -1,10 +1,11 @@
 """What each container should see versus what its probe says it sees."""
 from __future__ import annotations
 
-from conformance.lib.api import Api, Obj
+from conformance.lib.checks import Findings
 from conformance.lib.profile import Profile
-from conformance.lib.special_claim import RESOURCE_API, Findings, claim_status
+from conformance.lib.special_claim import RESOURCE_API, claim_status
 from conformance.lib.workloads import probe_container
+from kube.api import Api, Obj
 
 
 def device_ids(api: Api, profile: Profile) -> dict[tuple[str, str], str]:
@@ -63,12 +64,15 @@ def merge(*maps: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 def check_containers_see(api: Api, profile: Profile, pod: Obj, expected: dict[str, list[str]]) -> Findings:
-    """Every container's probe shows exactly its devices; containers without any see none (CTR-1, KUBELET-2)."""
+    """Every container's probe shows exactly its devices, through every channel the profile names;
+    containers without any see none (CTR-1, KUBELET-2)."""
     f = Findings()
     spec = pod["spec"]
     for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
         seen = probe_container(api, profile, pod, c["name"])
         want = expected.get(c["name"], [])
-        f.check(seen.device_ids == want, "CTR-1",
-                f"container {c['name']} sees {seen.device_ids}, expected {want}; probe output: {seen.raw.strip()[:400]!r}")
+        output = f"probe output: {seen.raw.strip()[:400]!r}"
+        f.check(seen.device_ids == want, "CTR-1", f"container {c['name']} sees {seen.device_ids}, expected {want}; {output}")
+        for channel, ids in seen.channels.items():
+            f.check(ids == want, "CTR-1", f"container {c['name']}: its {channel} show {ids}, expected {want}; {output}")
     return f

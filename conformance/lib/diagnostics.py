@@ -8,7 +8,7 @@ import allure
 import yaml
 from kubernetes.client import CoreV1Api
 
-from conformance.lib.api import Api, Obj
+from kube.api import Api, Obj
 
 RESOURCE_API = "resource.k8s.io/v1"
 

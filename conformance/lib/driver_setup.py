@@ -6,21 +6,23 @@ Either way it waits until every DRA node's ResourceSlices list the profile's dev
 """
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 
-from conformance.lib.api import Api
 from conformance.lib.profile import Profile
 from conformance.lib.special_claim import RESOURCE_API
-from conformance.lib.waits import wait_for
 from fake_driver import manifests
+from kube.api import Api
+from kube.waits import wait_for
 
 
 def fake_driver_values(profile: Profile, image: str) -> dict[str, str]:
     return {"PROFILE": profile.fake_driver_inventory, "IMAGE": image, "DRIVER_NAME": profile.driver,
             "EXTENDED_RESOURCE_NAME": profile.extended_resource_name,
             "RESOURCE_NAME": profile.extended_resource_name,
-            "DEVICES_PER_NODE": str(profile.devices_per_node)}
+            "DEVICES_PER_NODE": str(profile.devices_per_node),
+            "DEFECTS": json.dumps(list(profile.fake_driver_defects))}
 
 
 def deploy_fake_driver(kubectl, profile: Profile, image: str) -> None:
@@ -61,3 +63,27 @@ def wait_published(api: Api, profile: Profile, timeout: float = 180) -> dict[str
     print(f"[driver] {profile.driver}: {profile.devices_per_node} devices on each of {nodes} "
           f"after {time.monotonic() - start:.0f} s", flush=True)
     return {n: profile.devices_per_node for n in nodes}
+
+
+def wait_publishing(api: Api, profile: Profile, timeout: float = 180, steady: float = 10) -> dict[str, int]:
+    """Wait until the driver publishes the profile's count on every DRA node, or publishes something
+    on each and the counts stayed the same for `steady` seconds (a wrong count is then preflight's
+    to name in one line, without waiting out the whole timeout)."""
+    nodes = dra_nodes(api, profile)
+    last: dict[str, int] = {}
+    since = time.monotonic()
+
+    def settled() -> bool:
+        nonlocal last, since
+        counts = {n: published_devices(api, profile)[n] for n in nodes}
+        if counts != last:
+            last, since = counts, time.monotonic()
+        if all(c == profile.devices_per_node for c in counts.values()):
+            return True
+        return all(counts.values()) and time.monotonic() - since >= steady
+
+    wait_for(lambda: bool(nodes) and settled(), timeout=timeout, interval=2,
+             what=f"{profile.driver} to publish devices on {nodes or 'the nodes the profile selects'}",
+             describe=lambda: str(last))
+    return last
+

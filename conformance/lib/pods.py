@@ -4,12 +4,11 @@ from __future__ import annotations
 import json
 import time
 import uuid as _uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from conformance.lib.api import Api, Obj
+from conformance.lib.checks import Checks
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices
-from conformance.lib.waits import holds_for, wait_for
+from kube.api import Api, Obj
+from kube.waits import holds_for, wait_for
 
 SLEEP = "trap 'exit 0' TERM; sleep 3600 & wait"
 
@@ -73,19 +72,6 @@ def wait_unschedulable(api: Api, namespace: str, name: str, timeout: float = 60)
 
 
 # --- Helpers for the catalogue tests (allocation, naming, claims, containers, quota, workloads) ---
-
-
-@contextmanager
-def requirement(req_id: str) -> Iterator[None]:
-    """Prefix an AssertionError raised inside (e.g. a WaitTimeout) with `[req_id]`, unless it
-    already starts with a requirement tag, so every failure names the requirement it violates."""
-    try:
-        yield
-    except AssertionError as err:
-        text = str(err)
-        if text.startswith("["):
-            raise
-        raise type(err)(f"[{req_id}] {text}") from None
 
 
 def device_class(name: str, driver: str, extended_resource_name: str | None = None) -> Obj:
@@ -156,16 +142,16 @@ def is_unscheduled(api: Api, namespace: str, name: str, reason: str | None = "Un
             and not status.get("extendedResourceClaimStatus") and not owned_claims(api, namespace, name))
 
 
-def assert_stays_unscheduled(api: Api, namespace: str, name: str, req_id: str, duration: float = 15,
-                             reason: str | None = "Unschedulable") -> None:
-    """Wait until the pod is unscheduled (see is_unscheduled), then require that for `duration` s."""
+def check_stays_unscheduled(api: Api, check: Checks, namespace: str, name: str, req_id: str, duration: float = 15,
+                            reason: str | None = "Unschedulable") -> None:
+    """Check `req_id`: the pod becomes unscheduled (see is_unscheduled) and stays so for `duration` s."""
     what = (f"pod {name} Pending with PodScheduled=False{f' ({reason})' if reason else ''}, "
             "no special claim and no extendedResourceClaimStatus")
     def settled() -> bool:  # unscheduled as required, or bound to a node (then holds_for fails at once)
         found = api.get("v1", "Pod", name, namespace)
         return bool(found and found["spec"].get("nodeName")) or is_unscheduled(api, namespace, name, reason)
 
-    with requirement(req_id):
+    with check(req_id):
         wait_for(settled, timeout=90, what=what, describe=lambda: unscheduled_state(api, namespace, name))
         holds_for(lambda: is_unscheduled(api, namespace, name, reason), duration=duration, what=what,
                   describe=lambda: unscheduled_state(api, namespace, name))

@@ -27,9 +27,27 @@ class Probe:
     command: tuple[str, ...]
     pattern: re.Pattern[str]
     device_id_attribute: str
+    # Further ways the driver tells a container its devices (e.g. environment variables besides
+    # device files): name -> pattern; each must show exactly the container's devices too.
+    channels: tuple[tuple[str, re.Pattern[str]], ...] = ()
 
     def device_ids(self, output: str) -> list[str]:
         return sorted(m.group("id") for m in self.pattern.finditer(output))
+
+    def channel_ids(self, output: str) -> dict[str, list[str]]:
+        return {name: sorted(m.group("id") for m in pattern.finditer(output)) for name, pattern in self.channels}
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """Capability: a command run in the driver's pod on a node that lists the claims the driver
+    still holds prepared there (one match of `pattern`, with a group `uid`, per claim)."""
+    command: tuple[str, ...]
+    pattern: re.Pattern[str]
+    pod_selector: str  # label selector of the driver pods to run it in (one per node)
+
+    def claim_uids(self, output: str) -> set[str]:
+        return {m.group("uid") for m in self.pattern.finditer(output)}
 
 
 @dataclass(frozen=True)
@@ -48,6 +66,8 @@ class Profile:
     driver_namespace: str | None = None  # where the driver's pods run, for their logs
     driver_selector: str | None = None   # label selector of those pods
     fake_driver_inventory: str = "generic"  # deploy: fake-driver only
+    fake_driver_defects: tuple[str, ...] = ()  # deploy: fake-driver only; self-check (fake_driver.defects)
+    node_state: NodeState | None = None  # capability: see NodeState
 
     @property
     def implicit_resource_name(self) -> str:
@@ -80,12 +100,9 @@ def _parse(raw: dict, path: Path) -> Profile:
     if not isinstance(count, int) or count < 1:
         raise ProfileError(f"{path}: devicesPerNode must be a positive integer, not {count!r}")
     probe = raw["probe"]
-    try:
-        pattern = re.compile(probe["pattern"], re.MULTILINE)
-    except re.error as err:
-        raise ProfileError(f"{path}: probe.pattern is not a valid regular expression: {err}") from None
-    if "id" not in pattern.groupindex:
-        raise ProfileError(f"{path}: probe.pattern needs a named group (?P<id>...)")
+    pattern = _id_pattern(probe["pattern"], f"{path}: probe.pattern")
+    channels = tuple((name, _id_pattern(text, f"{path}: probe.channels.{name}"))
+                     for name, text in (probe.get("channels") or {}).items())
     selectors = raw.get("nodeSelector", {})
     return Profile(
         name=raw["name"], driver=raw["driver"], device_class=raw["deviceClass"],
@@ -93,9 +110,31 @@ def _parse(raw: dict, path: Path) -> Profile:
         dra_node_selector=dict(selectors.get("dra", {})),
         device_plugin_node_selector=dict(selectors.get("devicePlugin", {})),
         deploy=deploy, workload_image=raw["workloadImage"],
-        probe=Probe(tuple(probe["command"]), pattern, probe["deviceIdAttribute"]),
+        probe=Probe(tuple(probe["command"]), pattern, probe["deviceIdAttribute"], channels),
         source=path,
         driver_namespace=raw.get("driverPods", {}).get("namespace"),
         driver_selector=raw.get("driverPods", {}).get("selector"),
         fake_driver_inventory=raw.get("fakeDriver", {}).get("inventory", "generic"),
+        fake_driver_defects=tuple(raw.get("fakeDriver", {}).get("defects", ())),
+        node_state=_node_state(raw.get("nodeState"), path),
     )
+
+
+def _id_pattern(text: str, where: str) -> re.Pattern[str]:
+    try:
+        pattern = re.compile(text, re.MULTILINE)
+    except re.error as err:
+        raise ProfileError(f"{where} is not a valid regular expression: {err}") from None
+    if "id" not in pattern.groupindex:
+        raise ProfileError(f"{where} needs a named group (?P<id>...)")
+    return pattern
+
+
+def _node_state(raw: dict | None, path: Path) -> NodeState | None:
+    if raw is None:
+        return None
+    pattern = re.compile(raw["pattern"], re.MULTILINE)
+    if "uid" not in pattern.groupindex:
+        raise ProfileError(f"{path}: nodeState.pattern needs a named group (?P<uid>...)")
+    return NodeState(tuple(raw["command"]), pattern, raw["podSelector"])
+

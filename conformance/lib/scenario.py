@@ -4,41 +4,50 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conformance.lib import pods
-from conformance.lib.api import Obj
+from conformance.lib.checks import Checks
 from conformance.lib.devices import check_containers_see, device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.special_claim import check_special_claim, special_claim
+from kube.api import Obj
 
 
 @dataclass
 class Served:
     pod: Obj
     claim: Obj
-    seen: dict[str, list[str]]  # container -> device ids its probe printed
+    seen: dict[str, list[str]]  # container -> device ids it must see (from the claims); verify_served's
+    # CTR-1 checks (or as_id) compared each container's probe output with exactly these
 
 
-def verify_served(target, pod: Obj, classes: dict[str, str] | None = None, exact_counts: bool = True) -> Served:
-    """Assert the special claim, the pod status and what each container sees, for a running pod.
+def verify_served(target, check: Checks, pod: Obj, classes: dict[str, str] | None = None,
+                  exact_counts: bool = True, as_id: str | None = None) -> Served:
+    """Check the special claim, the pod status and what each container sees, for a running pod.
 
     classes maps each DRA-backed resource name the pod uses to its DeviceClass; default: the
     profile's explicit and implicit names. Devices of the pod's ordinary ResourceClaims are
-    added to what the containers using them should see.
+    added to what the containers using them should see. Every oracle's check is recorded under
+    its own ID, or all under `as_id` (see Checks.all). Claim problems stop the test (what the
+    containers should see is computed from the claim); container problems do not.
     """
     api, profile = target.api, target.profile
     classes = classes or {profile.extended_resource_name: profile.device_class,
                           profile.implicit_resource_name: profile.device_class}
     claim = special_claim(api, pod)
-    findings = check_special_claim(pod, claim, classes, profile.driver, exact_counts)
-    assert not findings, pods.observed(findings.render(), pod, claim)
+    shown = lambda: pods.observed("", pod, claim)  # noqa: E731 - evaluated only on failure
+    check.all(check_special_claim(pod, claim, classes, profile.driver, exact_counts), stop=True, observed=shown,
+              as_id=as_id)
     ids = device_ids(api, profile)
     expected = merge(expected_per_container(pod, claim, ids), user_claim_devices(api, profile, pod, ids))
-    seen = check_containers_see(api, profile, pod, expected)
-    assert not seen, pods.observed(seen.render(), pod, claim)
+    check.all(check_containers_see(api, profile, pod, expected), observed=shown, as_id=as_id)
     return Served(pod, claim, expected)
 
 
-def run_pod_and_verify(target, namespace: str, pod_obj: Obj, classes: dict[str, str] | None = None,
-                       exact_counts: bool = True, timeout: float = 180) -> Served:
-    """Create the pod, wait until it runs, then verify_served."""
+def run_pod_and_verify(target, check: Checks, namespace: str, pod_obj: Obj, classes: dict[str, str] | None = None,
+                       exact_counts: bool = True, timeout: float = 180, served_by: str = "NAME-1",
+                       as_id: str | None = None) -> Served:
+    """Create the pod, wait until it runs (a failure of `served_by`, which ends the test), then
+    verify_served. as_id: record everything, the wait included, as that one ID (a scenario step's
+    "new pods are served end to end")."""
     target.api.create(pod_obj, namespace)
-    pod = pods.wait_running(target.api, namespace, pod_obj["metadata"]["name"], timeout=timeout)
-    return verify_served(target, pod, classes, exact_counts)
+    with check(as_id or served_by, stop=True):
+        pod = pods.wait_running(target.api, namespace, pod_obj["metadata"]["name"], timeout=timeout)
+    return verify_served(target, check, pod, classes, exact_counts, as_id=as_id)

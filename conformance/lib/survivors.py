@@ -1,6 +1,6 @@
 """Pods that must come through a disruption (upgrade, gate switch, driver update) untouched.
 
-A snapshot records what a served pod looked like; `check` compares the pod after the disruption:
+A snapshot records what a served pod looked like; `check_unchanged` compares the pod after the disruption:
 the same pod (uid) still Running with no container restarted, the same special claim (uid) still
 allocated the same devices and reserved for it, the status still naming it, and every container
 still seeing its devices.
@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conformance.lib import pods, scenario
+from conformance.lib.checks import Checks, CheckStopped
 from conformance.lib.scenario import Served
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claim_status
-from conformance.lib.waits import holds_for
+from kube.waits import holds_for
 
 
 @dataclass(frozen=True)
@@ -44,21 +45,22 @@ def _running_unchanged(api, snap: Snapshot) -> bool:
                 and _restarts(pod) == snap.restarts)
 
 
-def check(target, snaps: list[Snapshot], req_id: str, after: str, settle: float = 20) -> list[Served]:
-    """Assert the pods came through `after` (e.g. 'the upgrade to v1.37.2') unchanged; [req_id] on failure.
+def check_unchanged(target, check: Checks, snaps: list[Snapshot], req_id: str, after: str,
+                    settle: float = 20) -> list[Served]:
+    """Check `req_id`: the pods came through `after` (e.g. 'the upgrade to v1.37.2') unchanged.
 
     A restarted kubelet re-admits its pods a few seconds after it reports ready, so the pods
-    must first stay Running for `settle` seconds."""
+    must first stay Running for `settle` seconds; a pod that does not ends the test."""
     api = target.api
-    with pods.requirement(req_id):
+    with check(req_id, stop=True):
         holds_for(lambda: all(_running_unchanged(api, s) for s in snaps), duration=settle,
                   what=f"pods {[s.name for s in snaps]} Running without restarts after {after}",
                   describe=lambda: "; ".join(pods.summary(api, s.namespace, s.name) for s in snaps
                                              if not _running_unchanged(api, s)))
-    return [_check_one(target, s, req_id, after) for s in snaps]
+    return [_check_one(target, check, s, req_id, after) for s in snaps]
 
 
-def _check_one(target, before: Snapshot, req_id: str, after: str) -> Served:
+def _check_one(target, check: Checks, before: Snapshot, req_id: str, after: str) -> Served:
     api = target.api
     pod = api.get("v1", "Pod", before.name, before.namespace)
     claim = api.get(RESOURCE_API, "ResourceClaim", before.claim, before.namespace)
@@ -81,9 +83,9 @@ def _check_one(target, before: Snapshot, req_id: str, after: str) -> Served:
         reserved = [r.get("uid") for r in (claim.get("status") or {}).get("reservedFor") or []]
         if before.uid not in reserved:
             problems.append(f"claim is no longer reserved for the pod (reservedFor uids {reserved})")
-    assert not problems, f"[{req_id}] after {after}: " + pods.observed("; ".join(problems), pod, claim)
-    with pods.requirement(req_id):
-        served = scenario.verify_served(target, pod)
-    assert served.seen == before.seen, \
-        f"[{req_id}] after {after} pod {before.name}'s containers see {served.seen}, before they saw {before.seen}"
+    if not check.that(req_id, not problems, f"after {after}: " + pods.observed("; ".join(problems), pod, claim)):
+        raise CheckStopped(f"[{req_id}] pod {before.name} did not come through {after} unchanged")
+    served = scenario.verify_served(target, check, pod, as_id=req_id)
+    check.that(req_id, served.seen == before.seen,
+               f"after {after} pod {before.name}'s containers see {served.seen}, before they saw {before.seen}")
     return served

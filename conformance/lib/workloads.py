@@ -8,11 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from kubernetes.client import CoreV1Api
-from kubernetes.stream import stream
 
-from conformance.lib.api import Api, Obj
 from conformance.lib.profile import Profile
+from kube.api import Api, Obj
 
 WORKLOAD_KINDS = {"Pod", "Deployment", "Job", "StatefulSet", "ReplicaSet", "DaemonSet"}
 
@@ -60,17 +58,13 @@ class ContainerView:
     container: str
     device_ids: list[str]
     raw: str
+    channels: dict[str, list[str]]  # the profile's further channels: name -> device ids they show
 
 
 def probe_container(api: Api, profile: Profile, pod: Obj, container: str) -> ContainerView:
     """Run the profile's probe in a running container; read the log of a finished one."""
-    core = CoreV1Api(api.client)
     name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
     statuses = [*(pod["status"].get("initContainerStatuses") or []), *(pod["status"].get("containerStatuses") or [])]
     state = next((s.get("state") or {} for s in statuses if s["name"] == container), {})
-    if "running" in state:
-        raw = stream(core.connect_get_namespaced_pod_exec, name, ns, container=container,
-                     command=list(profile.probe.command), stderr=True, stdin=False, stdout=True, tty=False)
-    else:
-        raw = core.read_namespaced_pod_log(name, ns, container=container)
-    return ContainerView(container, profile.probe.device_ids(raw), raw)
+    raw = api.exec(ns, name, list(profile.probe.command), container) if "running" in state else api.logs(ns, name, container)
+    return ContainerView(container, profile.probe.device_ids(raw), raw, profile.probe.channel_ids(raw))

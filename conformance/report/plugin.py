@@ -1,12 +1,16 @@
-"""Pytest plugin: the `requirement` marker and a machine-readable record of every outcome.
+"""Pytest plugin: the `requirement` marker, the `check` fixture and a record of every outcome.
 
-Loaded by the suite only. Each suite test cites catalogue IDs with `@pytest.mark.requirement("ALLOC-1", ...)`. The
-plugin refuses unknown IDs at collection, and writes one JSON line per test phase to the
-file given with --results-json (works with xdist: reports reach the controller).
+Loaded by the suite only. Each suite test names the catalogue IDs it can evaluate with
+`@pytest.mark.requirement("ALLOC-1", ...)` and evaluates them with the `check` fixture
+(conformance/lib/checks.py). The plugin refuses unknown IDs at collection, fails a test whose
+checks failed once the test body has run (so every check of the test gets its verdict), and
+writes one JSON line per test phase, with the checks it recorded, to the file given with
+--results-json (works with xdist: checks travel as user properties to the controller).
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,7 @@ import pytest
 from conformance.catalogue import requirement as lookup
 from conformance.catalogue.model import UnknownRequirementError
 
+from conformance.lib.checks import PROPERTY, Check, Checks
 from conformance.report.markers import MARKER, requirement_ids
 
 
@@ -46,6 +51,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("bad requirement markers:\n" + "\n".join(problems))
 
 
+_CHECKS = pytest.StashKey[Checks]()
+
+
+@pytest.fixture
+def check(request: pytest.FixtureRequest) -> Checks:
+    """Per-requirement checks of this test (see conformance/lib/checks.py)."""
+    item = request.node
+    checks = Checks(set(requirement_ids(item)), lambda c: item.user_properties.append((PROPERTY, c.to_json())))
+    item.stash[_CHECKS] = checks
+    return checks
+
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After the body ran: fail the test if any of its checks failed, naming each failed ID."""
+    result = yield
+    checks = item.stash.get(_CHECKS, None)
+    if checks and checks.failures:
+        raise AssertionError("\n".join(c.render() for c in checks.failures))
+    return result
+
+
+def recorded_checks(report: pytest.TestReport) -> list[Check]:
+    return [Check.from_json(v) for k, v in report.user_properties if k == PROPERTY]
+
+
 def _message(report: pytest.TestReport) -> str:
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
@@ -55,13 +87,17 @@ def _message(report: pytest.TestReport) -> str:
 class ResultsWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.written: dict[str, int] = {}  # test -> checks already written (properties accumulate per phase)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call" and report.passed:
+        checks = recorded_checks(report)
+        new = checks[self.written.get(report.nodeid, 0):]
+        if report.when != "call" and report.passed and not new:
             return
+        self.written[report.nodeid] = len(checks)
         ids = dict(report.user_properties).get("requirements", "")
         record = {"test": report.nodeid, "when": report.when, "outcome": report.outcome,
                   "requirements": [i for i in ids.split(",") if i], "duration": round(report.duration, 2),
-                  "message": _message(report)}
+                  "message": _message(report), "checks": [vars(c) for c in new]}
         with open(self.path, "a") as out:
             out.write(json.dumps(record) + "\n")

@@ -1,4 +1,11 @@
-"""Per-requirement verdicts from the suite's outcome records, in JSON and Markdown."""
+"""Per-requirement verdicts from the suite's outcome records, in JSON and Markdown.
+
+Only evaluated checks decide a verdict (conformance/lib/checks.py): a test that cites an ID
+but never checked it on this run credits nothing. Per ID, the worst outcome across tests
+wins (failed, error, deviates, passed, observed); an ID the catalogue does not apply to the
+server's version or gate state is `not applicable` with the catalogue's reason, unless a
+check of it failed.
+"""
 from __future__ import annotations
 
 import json
@@ -6,8 +13,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.catalogue import catalogue
-
-PASSED, FAILED, NOT_APPLICABLE, NOT_TESTED = "passed", "failed", "not applicable", "not tested"
+from conformance.lib.checks import (
+    DEVIATES, ERROR, FAILED, NOT_APPLICABLE, NOT_TESTED, OBSERVED, PASSED, PRECEDENCE, Check,
+)
 
 
 @dataclass
@@ -17,49 +25,112 @@ class Verdict:
     verdict: str
     tests: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)  # upstream issues/PRs behind a deviation
 
 
 def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def verdicts(records: list[dict]) -> list[Verdict]:
-    """A requirement fails if any citing test failed or errored, passes if one passed and none
-    failed, is not applicable if every citing test was skipped for its version."""
-    by_id: dict[str, list[dict]] = {}
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def _server_minor(context: dict) -> tuple[int, int] | None:
+    server = str(context.get("server", "")).lstrip("v").split(".")
+    return (int(server[0]), int(server[1])) if len(server) >= 2 and all(p.isdigit() for p in server[:2]) else None
+
+
+def _evidence(records: list[dict]) -> tuple[dict[str, list[tuple[str, Check]]], dict[str, list[dict]]]:
+    """ID -> (test, check) for every evaluated check; ID -> records of tests that cite the ID
+    but ended (skipped, failed, errored) without evaluating it."""
+    checks: dict[str, list[tuple[str, Check]]] = {}
     for r in records:
+        for c in r.get("checks", []):
+            checks.setdefault(c["id"], []).append((r["test"], Check(**c)))
+    unevaluated: dict[str, list[dict]] = {}
+    for r in records:
+        if r["outcome"] == "passed":
+            continue
         for rid in r["requirements"]:
-            by_id.setdefault(rid, []).append(r)
+            if not any(test == r["test"] for test, _ in checks.get(rid, [])):
+                unevaluated.setdefault(rid, []).append(r)
+    return checks, unevaluated
+
+
+def _verdict_from_checks(found: list[tuple[str, Check]]) -> tuple[str, list[str], list[str]]:
+    verdict = min((c.verdict for _, c in found), key=PRECEDENCE.index)
+    chosen = [(t, c) for t, c in found if c.verdict == verdict]
+    if verdict == PASSED:
+        reasons = []
+    else:
+        reasons = sorted({f"{t}: {_last_line(c.message) if verdict == FAILED else c.message.strip()}" for t, c in chosen})
+    return verdict, reasons, sorted({c.reference for _, c in chosen if c.reference})
+
+
+def verdicts(records: list[dict], context: dict | None = None) -> list[Verdict]:
+    context = context or {}
+    minor = _server_minor(context)
+    checks, unevaluated = _evidence(records)
     out = []
     for req in catalogue().requirements.values():
-        recs = by_id.get(req.id, [])
-        outcomes = {r["outcome"] for r in recs}
-        if "failed" in outcomes:
-            verdict = FAILED
-            reasons = [f"{r['test']} ({r['when']}): {r['message'].strip().splitlines()[-1] if r['message'].strip() else 'failed'}"
-                       for r in recs if r["outcome"] == "failed"]
-        elif "passed" in outcomes:
-            verdict, reasons = PASSED, []
-        elif recs:
-            verdict, reasons = NOT_APPLICABLE, sorted({r["message"] for r in recs})
-        else:
-            verdict, reasons = NOT_TESTED, []
-        out.append(Verdict(req.id, req.title, verdict, sorted({r["test"] for r in recs}), reasons))
+        found = checks.get(req.id, [])
+        tests = sorted({t for t, _ in found} | {r["test"] for r in unevaluated.get(req.id, [])})
+        verdict, reasons, refs = NOT_TESTED, [], []
+        applies, why = req.applies_to(minor, context.get("gate_enabled")) if minor else (True, "")
+        if found:
+            verdict, reasons, refs = _verdict_from_checks(found)
+        if not applies and verdict != FAILED:
+            verdict, reasons, refs = NOT_APPLICABLE, [why], []
+        elif verdict == NOT_TESTED and req.id in unevaluated:
+            verdict, reasons = _unevaluated(unevaluated[req.id], checks)
+        out.append(Verdict(req.id, req.title, verdict, tests, reasons, refs))
     return out
 
 
+def _unevaluated(records: list[dict], checks: dict[str, list[tuple[str, Check]]]) -> tuple[str, list[str]]:
+    """Tests that cite the ID but ended without evaluating it: skipped for a reason (not
+    applicable), stopped by a failed check of another ID (not tested: the failure is reported
+    under that ID), or broken by something that is no check at all (error)."""
+    def stopped_by(test: str) -> list[str]:
+        return sorted({rid for rid, found in checks.items() for t, c in found if t == test and c.verdict == FAILED})
+    broken = [r for r in records if r["outcome"] != "skipped"]
+    if not broken:
+        return NOT_APPLICABLE, sorted({r["message"] for r in records})
+    errors = [r for r in broken if not stopped_by(r["test"])]
+    if errors:
+        return ERROR, sorted({f"{r['test']} ({r['when']}) ended before checking it: {_last_line(r['message'])}"
+                              for r in errors})
+    return NOT_TESTED, sorted({f"{r['test']}: not reached, it stopped at failed {', '.join(stopped_by(r['test']))}"
+                               for r in broken})
+
+
+COLUMNS = (PASSED, FAILED, DEVIATES, OBSERVED, NOT_APPLICABLE, ERROR, NOT_TESTED)
+
+
 def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
-    vs = verdicts(records)
-    counts = {k: sum(v.verdict == k for v in vs) for k in (PASSED, FAILED, NOT_APPLICABLE, NOT_TESTED)}
+    vs = verdicts(records, context)
+    counts = {k: sum(v.verdict == k for v in vs) for k in COLUMNS}
     (out_dir / "summary.json").write_text(json.dumps(
         {"context": context, "counts": counts, "requirements": [asdict(v) for v in vs]}, indent=2))
     lines = [f"# KEP-5004 conformance: {context.get('target', '')}", "",
-             " | ".join(f"{k}: {n}" for k, n in counts.items()), "",
-             *([("stages: " + ", ".join(f"{st['stage']} {st['seconds']} s (exit {st['exit']})"
-                                        for st in context["stages"])), ""] if context.get("stages") else []),
-             "| ID | verdict | title | details |", "|---|---|---|---|"]
+             " | ".join(f"{k}: {n}" for k, n in counts.items()), ""]
+    if context.get("stages"):
+        lines += ["stages: " + ", ".join(f"{st['stage']} {st.get('seconds', '?')} s ({_stage_state(st)})"
+                                         for st in context["stages"]), ""]
+    for p in context.get("preflight", []):
+        lines.append(f"- preflight {p['name']}: {p['verdict']}" + (f" ({p['detail']})" if p.get("detail") else ""))
+    if context.get("preflight"):
+        lines.append("")
+    lines += ["| ID | verdict | title | details |", "|---|---|---|---|"]
     for v in vs:
-        detail = "<br>".join(x.replace("|", "\\|")[:300] for x in v.reasons) or ", ".join(v.tests)[:300]
+        details = [*v.reasons, *(f"upstream: {r}" for r in v.references)]
+        detail = "<br>".join(x.replace("|", "\\|").replace("\n", " ")[:300] for x in details) or ", ".join(v.tests)[:300]
         lines.append(f"| {v.id} | {v.verdict} | {v.title} | {detail} |")
     (out_dir / "summary.md").write_text("\n".join(lines) + "\n")
     return counts
+
+
+def _stage_state(stage: dict) -> str:
+    return f"error: {stage['error']}" if stage.get("error") else f"exit {stage.get('exit')}"

@@ -18,11 +18,12 @@ from clusters.nodes import KindNodes
 from clusters.shell import CommandError
 from clusters.versions import KubeVersion
 from conformance.catalogue import requirement
-from conformance.lib import diagnostics, profile as profiles
-from conformance.lib.api import Api
+from conformance.lib import diagnostics, preflight, profile as profiles
+from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
-from conformance.lib.waits import set_timeout_scale
 from conformance.report.markers import requirement_ids
+from kube.api import Api
+from kube.waits import set_timeout_scale
 
 pytest_plugins = ["conformance.report.plugin"]
 
@@ -35,6 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="multiply every wait deadline (e.g. 2 for a slow cluster)")
     group.addoption("--diagnostics-dir", type=Path, default=Path("reports/diagnostics"),
                     help="where failing tests leave events, objects and driver logs")
+    group.addoption("--preflight", type=Path, default=None,
+                    help="preflight results of the runner (JSON): tests fail with a failed item as their cause")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -76,6 +79,24 @@ def _applicable(request: pytest.FixtureRequest, target: Target) -> None:
     verdicts = [requirement(rid).applies_to(target.minor, gate_enabled=True) for rid in ids]
     if verdicts and not any(ok for ok, _ in verdicts):
         pytest.skip("not applicable: " + "; ".join(reason for _, reason in verdicts))
+
+
+@pytest.fixture(scope="session")
+def preflight_failures(pytestconfig: pytest.Config) -> list[preflight.Item]:
+    path = pytestconfig.getoption("--preflight")
+    return preflight.failed(preflight.load(path)) if path else []
+
+
+@pytest.fixture(autouse=True)
+def _preflight_held(_applicable: None, preflight_failures: list[preflight.Item], check: Checks,
+                    target: Target) -> None:
+    """A test on a cluster that failed preflight fails every applicable ID it cites with that cause, at once."""
+    if preflight_failures:
+        cause = f"preflight failed: {preflight.one_line(preflight_failures)}"
+        for rid in sorted(check.allowed):
+            if requirement(rid).applies_to(target.minor, gate_enabled=True)[0]:
+                check.that(rid, False, cause)
+        pytest.fail(cause, pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

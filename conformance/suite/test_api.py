@@ -4,12 +4,15 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kubernetes.dynamic.exceptions import ApiException
 
 from conformance.lib import pods
+from conformance.lib.checks import Checks
+from conformance.lib.writes import accepted, check_refused_as_invalid
 from conformance.suite.conftest import Target
+from kube.api import Api, Obj
 
 RESOURCE = "resource.k8s.io/v1"
+FIELD = "extendedResourceName"
 
 
 @pytest.fixture
@@ -20,96 +23,121 @@ def class_name(target: Target, request: pytest.FixtureRequest):
         target.api.delete(RESOURCE, "DeviceClass", name)
 
 
+def _set_name(api: Api, group_version: str, name: str, value: str | None) -> Obj:
+    """Update (PUT) the class through `group_version` with the name set to `value` or removed."""
+    obj = api.get(group_version, "DeviceClass", name)
+    if value is None:
+        obj["spec"].pop(FIELD, None)
+    else:
+        obj["spec"][FIELD] = value
+    return api.resource(group_version, "DeviceClass").replace(body=obj).to_dict()
+
+
+def _read_back(api: Api, group_version: str, name: str) -> dict[str, str | None]:
+    """The stored name as read through `group_version` and through v1."""
+    return {gv: api.get(gv, "DeviceClass", name)["spec"].get(FIELD) for gv in sorted({group_version, RESOURCE})}
+
+
 @pytest.mark.requirement("API-1", "API-4")
-def test_extended_resource_name_round_trips_and_is_mutable(target: Target, class_name: str) -> None:
-    api = target.api
-    created = api.create(pods.device_class(class_name, target.profile.driver, "example.com/api-gpu"))
-    assert created["spec"].get("extendedResourceName") == "example.com/api-gpu", \
-        f"[API-1] create returned spec {created['spec']}"
-    stored = api.get(RESOURCE, "DeviceClass", class_name)
-    assert stored["spec"].get("extendedResourceName") == "example.com/api-gpu", f"[API-1] stored spec {stored['spec']}"
-    res = api.resource(RESOURCE, "DeviceClass")
-    res.patch(name=class_name, body={"spec": {"extendedResourceName": "example.com/api-gpu-2"}},
-              content_type="application/merge-patch+json")
-    assert api.get(RESOURCE, "DeviceClass", class_name)["spec"].get("extendedResourceName") == "example.com/api-gpu-2", \
-        "[API-4] the name could not be changed on update"
-    res.patch(name=class_name, body={"spec": {"extendedResourceName": None}}, content_type="application/merge-patch+json")
-    assert "extendedResourceName" not in api.get(RESOURCE, "DeviceClass", class_name)["spec"], \
-        "[API-4] the name could not be cleared on update"
+@pytest.mark.parametrize("version", ["v1", "v1beta1", "v1beta2"])
+def test_extended_resource_name_round_trips_and_is_mutable(target: Target, check: Checks, class_name: str,
+                                                           version: str) -> None:
+    api, gv = target.api, f"resource.k8s.io/{version}"
+    if not api.served(gv):
+        check.not_applicable("API-1", f"{gv} is not served by this cluster (API-1 covers the beta versions where served)")
+        return
+    obj = {**pods.device_class(class_name, target.profile.driver, "example.com/api-gpu"), "apiVersion": gv}
+    with check("API-1", stop=True):  # create and read back
+        created = accepted(lambda: api.create(obj), f"creating a DeviceClass with {FIELD} through {gv}")
+        assert created["spec"].get(FIELD) == "example.com/api-gpu", f"create through {gv} returned spec {created['spec']}"
+        stored = _read_back(api, gv, class_name)
+        assert set(stored.values()) == {"example.com/api-gpu"}, f"read back: {stored}"
+    with check("API-1"):  # update and read back
+        updated = accepted(lambda: _set_name(api, gv, class_name, "example.com/api-gpu-2"), f"an update through {gv}")
+        stored = _read_back(api, gv, class_name)
+        assert updated["spec"].get(FIELD) == "example.com/api-gpu-2" and set(stored.values()) == {"example.com/api-gpu-2"}, \
+            f"update through {gv} returned spec {updated['spec']}; read back: {stored}"
+    with check("API-4"):
+        accepted(lambda: _set_name(api, gv, class_name, "example.com/api-gpu-3"), f"changing the name through {gv}")
+        stored = _read_back(api, gv, class_name)
+        assert set(stored.values()) == {"example.com/api-gpu-3"}, f"the name could not be changed on update: {stored}"
+        accepted(lambda: _set_name(api, gv, class_name, None), f"clearing the name through {gv}")
+        stored = _read_back(api, gv, class_name)
+        assert set(stored.values()) == {None}, f"the name could not be cleared on update: {stored}"
 
 
 @pytest.mark.requirement("API-4")
-def test_duplicate_names_are_accepted(target: Target, class_name: str, request: pytest.FixtureRequest) -> None:
-    second = f"dup-{class_name}"
+def test_duplicate_names_are_accepted(target: Target, check: Checks, class_name: str) -> None:
+    api, second = target.api, f"dup-{class_name}"
     try:
-        target.api.create(pods.device_class(class_name, target.profile.driver, "example.com/dup-gpu"))
-        target.api.create(pods.device_class(second, target.profile.driver, "example.com/dup-gpu"))
-        stored = target.api.get(RESOURCE, "DeviceClass", second)["spec"]
-        assert stored.get("extendedResourceName") == "example.com/dup-gpu", \
-            f"[API-4] a second class with the same name was not stored with it: {stored}"
+        with check("API-4"):
+            for name in (class_name, second):
+                cls = pods.device_class(name, target.profile.driver, "example.com/dup-gpu")
+                accepted(lambda: api.create(cls), f"DeviceClass {name} with {FIELD} example.com/dup-gpu")
+            stored = api.get(RESOURCE, "DeviceClass", second)["spec"]
+            assert stored.get(FIELD) == "example.com/dup-gpu", f"a second class with the same name was not stored with it: {stored}"
     finally:
-        target.api.delete(RESOURCE, "DeviceClass", second)
+        api.delete(RESOURCE, "DeviceClass", second)
 
 
+# case -> (value, the requirements that name the rule it breaks)
 INVALID = {
-    "implicit-prefix": ("deviceclass.resource.kubernetes.io/foo", "NEG-1"),
-    "kubernetes-io-domain": ("foo.kubernetes.io/gpu", "API-3"),
-    "no-domain": ("gpu", "NEG-2"),
-    "requests-prefix": ("requests.example.com/gpu", "NEG-2"),
+    "implicit-prefix": ("deviceclass.resource.kubernetes.io/foo", ("API-3", "NEG-1")),
+    "kubernetes-io-domain": ("foo.kubernetes.io/gpu", ("API-3",)),
+    "no-domain": ("gpu", ("API-3", "NEG-2")),
+    "requests-prefix": ("requests.example.com/gpu", ("API-3", "NEG-2")),
 }
 
 
 @pytest.mark.requirement("API-3", "NEG-1", "NEG-2")
 @pytest.mark.parametrize("case", sorted(INVALID))
-def test_invalid_extended_resource_names_are_rejected(target: Target, class_name: str, case: str) -> None:
-    value, req = INVALID[case]
-    with pytest.raises(ApiException) as rejected:
-        target.api.create(pods.device_class(class_name, target.profile.driver, value))
-        stored = target.api.get(RESOURCE, "DeviceClass", class_name)
-        pytest.fail(f"[{req}] extendedResourceName {value!r} was accepted; stored: {stored['spec']}")
-    assert rejected.value.status == 422, f"[{req}] expected 422 Invalid, got {rejected.value.status}: {rejected.value.body}"
-    assert "spec.extendedResourceName" in str(rejected.value.body), \
-        f"[{req}] rejection does not name spec.extendedResourceName: {rejected.value.body}"
+def test_invalid_extended_resource_names_are_rejected(target: Target, check: Checks, class_name: str, case: str) -> None:
+    value, ids = INVALID[case]
+    check_refused_as_invalid(check, ids, lambda: target.api.create(pods.device_class(class_name, target.profile.driver, value)),
+                             f"{FIELD} {value!r}", field=f"spec.{FIELD}")
 
 
 @pytest.mark.requirement("API-5", "NEG-3")
-def test_invalid_pod_resource_name_is_rejected(target: Target, namespace: str) -> None:
+def test_invalid_pod_resource_name_is_rejected(target: Target, check: Checks, namespace: str) -> None:
     bad = pods.pod("bad-name", [pods.container("main", target.profile.workload_image, {"invalid_resource_name": 1})])
-    with pytest.raises(ApiException) as rejected:
-        target.api.create(bad, namespace)
-        pytest.fail("[NEG-3] a pod requesting 'invalid_resource_name' was accepted")
-    assert rejected.value.status == 422, f"[NEG-3] expected 422 Invalid, got {rejected.value.status}"
+    check_refused_as_invalid(check, ("API-5", "NEG-3"), lambda: target.api.create(bad, namespace),
+                             "a pod requesting 'invalid_resource_name'")
+
+
+# case -> (limit, request) of the profile's explicit name, each breaking one extended-resource rule
+QUANTITY_RULES = {
+    "request-below-limit": ("2", "1"),
+    "fractional": ("1500m", "1500m"),
+    "request-without-limit": (None, "1"),
+}
 
 
 @pytest.mark.requirement("API-5")
-def test_extended_resource_request_must_equal_limit(target: Target, namespace: str) -> None:
-    c = pods.container("main", target.profile.workload_image, {target.profile.extended_resource_name: 2})
-    c["resources"]["requests"] = {target.profile.extended_resource_name: "1"}
-    with pytest.raises(ApiException) as rejected:
-        target.api.create(pods.pod("unequal", [c]), namespace)
-        pytest.fail("[API-5] a pod with request 1 and limit 2 of an extended resource was accepted")
-    assert rejected.value.status == 422
+@pytest.mark.parametrize("case", sorted(QUANTITY_RULES))
+def test_extended_resource_quantity_rules_hold(target: Target, check: Checks, namespace: str, case: str) -> None:
+    ern, (limit, req) = target.profile.extended_resource_name, QUANTITY_RULES[case]
+    c = pods.container("main", target.profile.workload_image, {})
+    c["resources"] = {"requests": {ern: req}, **({"limits": {ern: limit}} if limit else {})}
+    check_refused_as_invalid(check, ("API-5",), lambda: target.api.create(pods.pod("quantity", [c]), namespace),
+                             f"a pod asking for {ern} with limit {limit} and request {req}")
 
 
 @pytest.mark.requirement("API-6")
-def test_implicit_name_accepted_in_container_resources(target: Target, namespace: str) -> None:
+def test_implicit_name_accepted_in_container_resources(target: Target, check: Checks, namespace: str) -> None:
     name = "deviceclass.resource.kubernetes.io/api-6-absent.kep5004.io"  # no such class: the pod stays Pending
     c = pods.container("main", target.profile.workload_image, {name: 2})
     c["resources"]["requests"] = {name: "2"}
-    created = target.api.create(pods.pod("implicit", [c]), namespace)
-    resources = created["spec"]["containers"][0]["resources"]
-    assert resources.get("limits", {}).get(name) == "2" == resources.get("requests", {}).get(name), \
-        f"[API-6] the pod was stored with resources {resources}"
+    with check("API-6"):
+        accepted(lambda: target.api.create(pods.pod("implicit", [c]), namespace), f"a pod asking for {name}")
+        stored = pods.get(target.api, namespace, "implicit")["spec"]["containers"][0]["resources"]
+        assert stored.get("limits") == {name: "2"} and stored.get("requests") == {name: "2"}, \
+            f"the pod was stored with resources {stored}, written with limits and requests {{{name!r}: '2'}}"
 
 
 @pytest.mark.requirement("CTR-5")
-def test_pod_level_resources_refuse_extended_resources(target: Target, namespace: str) -> None:
+def test_pod_level_resources_refuse_extended_resources(target: Target, check: Checks, namespace: str) -> None:
     p = target.profile
     bad = pods.pod("pod-level", [pods.container("main", p.workload_image, {})])
     bad["spec"]["resources"] = {"limits": {"cpu": "100m", p.extended_resource_name: "1"}}
-    with pytest.raises(ApiException) as rejected:
-        stored = target.api.create(bad, namespace)
-        pytest.fail(f"[CTR-5] a pod with {p.extended_resource_name} in spec.resources was accepted: "
-                    f"{stored['spec'].get('resources')}")
-    assert rejected.value.status == 422, f"[CTR-5] expected 422 Invalid, got {rejected.value.status}"
-    assert "spec.resources" in str(rejected.value.body), f"[CTR-5] the rejection does not name spec.resources: {rejected.value.body}"
+    check_refused_as_invalid(check, ("CTR-5",), lambda: target.api.create(bad, namespace),
+                             f"a pod with {p.extended_resource_name} in spec.resources", field="spec.resources")

@@ -5,15 +5,24 @@ requests mapped to that container, and no device may show up in two long-lived c
 """
 from __future__ import annotations
 
+import shlex
 import uuid
 
 import pytest
-from kubernetes.dynamic.exceptions import ApiException
-
+from conformance.catalogue import requirement
 from conformance.lib import pods, scenario
-from conformance.lib.special_claim import claim_status, special_claim
-from conformance.lib.workloads import probe_container
+from conformance.lib.checks import Checks
+from conformance.lib.devices import device_ids, expected_per_container
+from conformance.lib.profile import Profile
+from conformance.lib.scenario import Served
+from conformance.lib.special_claim import claim_status, request_naming, special_claim
+from conformance.lib.workloads import ContainerView, probe_container
+from conformance.lib.writes import accepted, refused_as_invalid
 from conformance.suite.conftest import Target
+from kube.api import Api, Obj
+from kube.waits import wait_for
+from kubernetes.client.exceptions import ApiException
+
 
 # layout name -> devices asked for by each regular container, in order
 LAYOUTS = {
@@ -24,101 +33,140 @@ LAYOUTS = {
 }
 
 
-def _distinct(seen: dict[str, list[str]], containers: list[str]) -> list[str]:
-    """Device ids that appear in more than one of the given containers."""
-    ids = [d for c in containers for d in seen.get(c, [])]
+def _probe(api: Api, p: Profile, pod: Obj, containers: list[str]) -> dict[str, list[str]]:
+    """container -> device ids its probe printed."""
+    return {c: probe_container(api, p, pod, c).device_ids for c in containers}
+
+
+def _mapped(api: Api, p: Profile, served: Served) -> dict[str, list[str]]:
+    """container -> device ids of the special claim's requests mapped to it: what it should see."""
+    return expected_per_container(served.pod, served.claim, device_ids(api, p))
+
+
+def _sees_none(p: Profile, view: ContainerView) -> bool:
+    """The probe ran and found no device (the fake driver's probe says `FAKEGPU none` then)."""
+    return view.device_ids == [] and (p.deploy != "fake-driver" or "FAKEGPU none" in view.raw)
+
+
+def _shared(seen: dict[str, list[str]]) -> list[str]:
+    """Device ids that appear in more than one of the containers."""
+    ids = [d for devs in seen.values() for d in devs]
     return sorted({d for d in ids if ids.count(d) > 1})
 
 
 @pytest.mark.requirement("CTR-1", "KUBELET-2")
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_each_container_sees_exactly_its_devices(target: Target, namespace: str, layout: str) -> None:
-    p = target.profile
-    counts = LAYOUTS[layout]
-    names = [f"c{i}" for i in range(len(counts))]
-    containers = [pods.container(n, p.workload_image, {p.extended_resource_name: k}) for n, k in zip(names, counts)]
-    served = scenario.run_pod_and_verify(target, namespace, pods.pod(f"layout-{layout.lower()}", containers))
-    shown = pods.observed("", served.pod, served.claim)
-    got = {n: len(served.seen.get(n, [])) for n in names}
-    assert got == dict(zip(names, counts)), f"[KUBELET-2] devices per container {got}, asked {dict(zip(names, counts))}{shown}"
-    shared = _distinct(served.seen, names)
-    assert not shared, f"[CTR-1] devices seen by more than one container: {shared}; seen {served.seen}{shown}"
+def test_each_container_sees_exactly_its_devices(target: Target, check: Checks, namespace: str, layout: str) -> None:
+    api, p = target.api, target.profile
+    asked = {f"c{i}": k for i, k in enumerate(LAYOUTS[layout])}
+    containers = [pods.container(n, p.workload_image, {p.extended_resource_name: k}) for n, k in asked.items()]
+    served = scenario.run_pod_and_verify(target, check, namespace, pods.pod(f"layout-{layout.lower()}", containers))
+    seen, mapped = _probe(api, p, served.pod, list(asked)), _mapped(api, p, served)
+    shown = lambda: pods.observed("", served.pod, served.claim)  # noqa: E731 - evaluated only on failure
+    with check("KUBELET-2", observed=shown):
+        assert all(seen[n] == mapped.get(n) and len(seen[n]) == k for n, k in asked.items()), \
+            f"containers see {seen}; the requests mapped to them hold {mapped}; asked {asked}"
+    with check("CTR-1", observed=shown):
+        assert not _shared(seen), f"devices seen by more than one container: {_shared(seen)}; seen {seen}"
 
 
-@pytest.mark.requirement("CTR-2")
-def test_one_container_with_three_names(target: Target, namespace: str, request: pytest.FixtureRequest) -> None:
+@pytest.mark.requirement("CTR-2", "ALLOC-5")
+def test_one_container_with_three_names(target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest) -> None:
     api, p = target.api, target.profile
     tag = uuid.uuid4().hex[:8]
     classes = {p.extended_resource_name: p.device_class}
     for suffix in ("a", "b"):
         name = f"example.com/ctr2-{suffix}-{tag}"
         classes[name] = pods.create_device_class(api, request, p.driver, name, prefix=f"ctr2-{suffix}")["metadata"]["name"]
-    resources = {n: 1 for n in classes}
-    served = scenario.run_pod_and_verify(target, namespace, pods.pod("three-names", [pods.container("main", p.workload_image, resources)]),
-                                         classes=classes)
-    shown = pods.observed("", served.pod, served.claim)
-    requests = served.claim["spec"]["devices"]["requests"]
-    assert sorted(r["exactly"]["deviceClassName"] for r in requests) == sorted(classes.values()), \
-        f"[CTR-2] expected one request per name for classes {sorted(classes.values())}{shown}"
-    assert len(served.seen["main"]) == 3, f"[CTR-2] container main should see 3 devices: {served.seen}{shown}"
+    pod = pods.pod("three-names", [pods.container("main", p.workload_image, {n: 1 for n in classes})])
+    served = scenario.run_pod_and_verify(target, check, namespace, pod, classes=classes)
+    with check("CTR-2", observed=lambda: pods.observed("", served.pod, served.claim)):
+        requests = served.claim["spec"]["devices"]["requests"]
+        used = sorted(r["exactly"]["deviceClassName"] for r in requests)
+        assert used == sorted(classes.values()), f"expected one request per name, for classes {sorted(classes.values())}; got {used}"
+        seen, mapped = probe_container(api, p, served.pod, "main").device_ids, _mapped(api, p, served).get("main")
+        assert len(seen) == 3 and seen == mapped, f"container main sees {seen}, the claim's three requests hold {mapped}"
+    check.observe("ALLOC-5", request_naming(served.pod, served.claim))
 
 
-@pytest.mark.requirement("CTR-3")
-def test_init_containers_reuse_devices_of_later_containers(target: Target, namespace: str) -> None:
+@pytest.mark.requirement("CTR-3", "ALLOC-5")
+def test_init_containers_reuse_devices_of_later_containers(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     ern = p.extended_resource_name
     init = [pods.container("init-first", p.workload_image, {ern: 2}, command="fake-gpu-probe"),
             pods.container("sidecar", p.workload_image, {ern: 1}, restart_always=True),
             pods.container("init-last", p.workload_image, {ern: 1}, command="fake-gpu-probe")]
     main = [pods.container("main", p.workload_image, {ern: 1})]
-    served = scenario.run_pod_and_verify(target, namespace, pods.pod("init-reuse", main, init=init), exact_counts=False)
-    seen, shown = served.seen, pods.observed("", served.pod, served.claim)
-    devices = pods.claim_devices(api, namespace, served.claim["metadata"]["name"])
-    assert len(devices) == 2, f"[CTR-3] the pod should use 2 devices in total, its claim holds {devices}{shown}"
-    assert len(seen["sidecar"]) == 1 and len(seen["main"]) == 1 and not set(seen["sidecar"]) & set(seen["main"]), \
-        f"[CTR-3] sidecar and main should each have one device of their own: {seen}{shown}"
-    assert seen["init-first"] == sorted(seen["sidecar"] + seen["main"]), \
-        f"[CTR-3] first init container should see the sidecar's and main's devices: {seen}{shown}"
-    assert seen["init-last"] == seen["main"], f"[CTR-3] last init container should see main's device: {seen}{shown}"
+    served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("init-reuse", main, init=init), exact_counts=False)
+    check.observe("ALLOC-5", request_naming(served.pod, served.claim))
+    applies, why = requirement("CTR-3").applies_to(target.minor, gate_enabled=True)
+    if not applies:  # 1.34: every init container gets devices of its own
+        check.not_applicable("CTR-3", why)
+        return
+    seen = _probe(api, p, served.pod, ["init-first", "sidecar", "init-last", "main"])
+    with check("CTR-3", observed=lambda: pods.observed("", served.pod, served.claim)):
+        devices = pods.claim_devices(api, namespace, served.claim["metadata"]["name"])
+        assert len(devices) == 2, f"the pod should use 2 devices in total, its claim holds {devices}"
+        assert len(seen["sidecar"]) == 1 and len(seen["main"]) == 1 and not set(seen["sidecar"]) & set(seen["main"]), \
+            f"sidecar and main should each have one device of their own: {seen}"
+        assert seen["init-first"] == sorted(seen["sidecar"] + seen["main"]), \
+            f"first init container should see the sidecar's and main's devices: {seen}"
+        assert seen["init-last"] == seen["main"], f"last init container should see main's device: {seen}"
 
 
 @pytest.mark.requirement("KUBELET-2")
-def test_container_without_request_sees_no_device(target: Target, namespace: str) -> None:
+def test_container_without_request_sees_no_device(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     containers = [pods.container("gpu", p.workload_image, {p.extended_resource_name: 1}),
                   pods.container("plain", p.workload_image, {})]
-    served = scenario.run_pod_and_verify(target, namespace, pods.pod("one-plain", containers))
-    mapped = {m["containerName"] for m in claim_status(served.pod)["requestMappings"]}
-    assert mapped == {"gpu"}, f"[KUBELET-2] only container gpu should be mapped: {pods.observed('', served.pod, served.claim)}"
-    seen = probe_container(api, p, served.pod, "plain")
-    # The fake driver's probe says `FAKEGPU none` when it ran and found nothing.
-    ran = p.deploy != "fake-driver" or "FAKEGPU none" in seen.raw
-    assert seen.device_ids == [] and ran, f"[KUBELET-2] container plain without a request sees: {seen.raw.strip()[:400]!r}"
-    assert len(served.seen["gpu"]) == 1, f"[KUBELET-2] container gpu should see one device: {served.seen}"
+    served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("one-plain", containers))
+    plain = probe_container(api, p, served.pod, "plain")
+    gpu, mapped = probe_container(api, p, served.pod, "gpu").device_ids, _mapped(api, p, served).get("gpu")
+    with check("KUBELET-2", observed=lambda: pods.observed("", served.pod, served.claim)):
+        assert _sees_none(p, plain), f"container plain, without a request, sees: {plain.raw.strip()[:400]!r}"
+        assert len(gpu) == 1 and gpu == mapped, f"container gpu sees {gpu}, its mapped request holds {mapped}"
+
+
+def _allocation(api: Api, pod: Obj) -> tuple[Obj | None, str | None, Obj | None, Obj | None]:
+    """What CTR-4 must find unchanged: the pod's status, and the special claim's uid, requests and allocation."""
+    claim = special_claim(api, pod) or {}
+    return (claim_status(pod), claim.get("metadata", {}).get("uid"), claim.get("spec"),
+            (claim.get("status") or {}).get("allocation"))
 
 
 @pytest.mark.requirement("CTR-4")
-def test_ephemeral_containers_get_no_devices(target: Target, namespace: str) -> None:
+def test_ephemeral_containers_get_no_devices(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
-    served = scenario.run_pod_and_verify(target, namespace, pods.pod(
+    served = scenario.run_pod_and_verify(target, check, namespace, pods.pod(
         "debugged", [pods.container("main", p.workload_image, {p.extended_resource_name: 1})]))
+    before = _allocation(api, served.pod)
     ephemeral = api.resource("v1", "Pod").ephemeralcontainers
 
-    def add(container: dict) -> None:
-        ephemeral.patch(name="debugged", namespace=namespace, body={"spec": {"ephemeralContainers": [container]}},
-                        content_type="application/strategic-merge-patch+json")
+    def add(container: Obj) -> Obj:
+        return ephemeral.patch(name="debugged", namespace=namespace, body={"spec": {"ephemeralContainers": [container]}},
+                               content_type="application/strategic-merge-patch+json").to_dict()
 
+    # The probe runs at start and marks its end: probe_container reads an ephemeral container's log
+    # (it execs only into init and regular containers).
     debug = {"name": "debug", "image": p.workload_image, "imagePullPolicy": "IfNotPresent",
-             "command": ["sh", "-c", pods.SLEEP]}
-    with pytest.raises(ApiException) as rejected:
-        add({**debug, "name": "debug-gpu", "resources": {"limits": {p.extended_resource_name: "1"}}})
-        pytest.fail("[CTR-4] an ephemeral container requesting an extended resource was accepted")
-    assert rejected.value.status == 422, f"[CTR-4] expected 422 Invalid, got {rejected.value.status}"
-    add(debug)
-    pod = pods.get(api, namespace, "debugged")
-    mapped = {m["containerName"] for m in claim_status(pod)["requestMappings"]}
-    requests = [r["name"] for r in special_claim(api, pod)["spec"]["devices"]["requests"]]
-    before = [r["name"] for r in served.claim["spec"]["devices"]["requests"]]
-    assert mapped == {"main"} and requests == before, \
-        f"[CTR-4] after adding ephemeral container debug: mapped containers {mapped}, claim requests {requests} " \
-        f"(before {before})"
+             "command": ["sh", "-c", f"{shlex.join(p.probe.command)}; echo probe-done; {pods.SLEEP}"]}
+    with check("CTR-4"):
+        with_gpu = {**debug, "name": "debug-gpu", "resources": {"limits": {p.extended_resource_name: "1"}}}
+        refused_as_invalid(lambda: add(with_gpu), f"an ephemeral container asking for {p.extended_resource_name}")
+    with check("CTR-4", stop=True):
+        accepted(lambda: add(debug), "an ephemeral container without resources")
+
+        def probed() -> Obj | None:
+            q = pods.get(api, namespace, "debugged")
+            return q if "probe-done" in probe_container(api, p, q, "debug").raw else None
+
+        # Reading the log of a container that has not started yet is an API error: "not yet".
+        pod = wait_for(probed, timeout=120, what="ephemeral container debug to run its probe", transient=(ApiException,),
+                       describe=lambda: str(pods.get(api, namespace, "debugged")["status"].get("ephemeralContainerStatuses")))
+    with check("CTR-4"):
+        seen = probe_container(api, p, pod, "debug")
+        assert _sees_none(p, seen), f"ephemeral container debug sees: {seen.raw.strip()[:400]!r}"
+    with check("CTR-4", observed=lambda: pods.observed("", pod, special_claim(api, pod))):
+        after = _allocation(api, pod)
+        assert after == before, \
+            f"after adding ephemeral container debug: (status, claim uid, claim spec, allocation) {after}, before {before}"

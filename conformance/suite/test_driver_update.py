@@ -2,9 +2,15 @@
 
 Every DaemonSet of the profile's driver pods is rolled (a pod-template annotation, what
 `kubectl rollout restart` does, so any driver can be tested). Pods started before keep running
-with their devices, a pod created while the update rolls and one created after it are prepared,
-a pod prepared by the old driver pods is unprepared by the new ones, and no prepare or unprepare
-fails on the way.
+with their devices, a pod created while the update rolls and one created after it are prepared
+(their containers see their devices), a claim prepared by the old driver pods is unprepared
+through the new ones, and no prepare fails on the way.
+
+Unprepare is seen twice: the kubelet removes a deleted pod's object only once
+NodeUnprepareResources succeeded for the pod's claims, and, where the profile exposes it
+(`nodeState`, conformance/lib/driver_state.py), the driver on the node no longer holds the claim.
+The API alone cannot show the second: the devices become allocatable once the claim is gone,
+whether or not the driver cleaned up.
 """
 from __future__ import annotations
 
@@ -12,10 +18,11 @@ import time
 
 import pytest
 
-from conformance.lib import driver_setup, pods, scenario, survivors
+from conformance.lib import driver_setup, driver_state, pods, scenario, survivors
+from conformance.lib.checks import Checks
 from conformance.lib.special_claim import RESOURCE_API
-from conformance.lib.waits import wait_for
 from conformance.suite.conftest import Target
+from kube.waits import wait_for
 
 pytestmark = pytest.mark.serial
 RESTARTED_AT = "kep5004.io/restarted-at"
@@ -52,16 +59,24 @@ def _prepare_failures(target: Target, namespace: str) -> list[str]:
             if e.get("type") == "Warning" and "prepare" in (e.get("reason") or "").lower()]
 
 
+def _prepared(target: Target, check: Checks, namespace: str, name: str) -> None:
+    """KUBELET-1: the pod runs and its containers see its claim's devices (the driver prepared them)."""
+    with check("KUBELET-1", stop=True):
+        pod = pods.wait_running(target.api, namespace, name, timeout=180)
+    scenario.verify_served(target, check, pod, as_id="KUBELET-1")
+
+
 @pytest.mark.requirement("KUBELET-1")
-def test_rolling_driver_update_keeps_pods_served(target: Target, namespace: str) -> None:
+def test_rolling_driver_update_keeps_pods_served(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
 
     def gpu_pod(name: str, resource: str, count: int) -> dict:
         return pods.pod(name, [pods.container("main", p.workload_image, {resource: count})])
 
-    before = [survivors.snapshot(scenario.run_pod_and_verify(target, namespace, gpu_pod(name, resource, 2)))
-              for name, resource in (("before", p.extended_resource_name),
-                                     ("before-implicit", p.implicit_resource_name))]
+    before = [survivors.snapshot(scenario.run_pod_and_verify(target, check, namespace, gpu_pod(name, resource, 2),
+                                                             served_by=rid))
+              for name, resource, rid in (("before", p.extended_resource_name, "NAME-1"),
+                                          ("before-implicit", p.implicit_resource_name, "NAME-2"))]
     daemonsets = _driver_daemonsets(target)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for ds in daemonsets:
@@ -70,19 +85,23 @@ def test_rolling_driver_update_keeps_pods_served(target: Target, namespace: str)
             body={"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}},
             content_type="application/merge-patch+json")
     api.create(gpu_pod("during", p.extended_resource_name, 1), namespace)
-    with pods.requirement("KUBELET-1"):
-        for ds in daemonsets:
-            name, ns = ds["metadata"]["name"], ds["metadata"]["namespace"]
-            wait_for(lambda: _rolled_out(target, name, ns), timeout=300, interval=2,
-                     what=f"DaemonSet {ns}/{name} to finish its rolling update",
-                     describe=lambda: str(api.get("apps/v1", "DaemonSet", name, ns)["status"]))
-        driver_setup.wait_published(api, p)
-    survivors.check(target, before, "KUBELET-1", "the driver's rolling update")
-    with pods.requirement("KUBELET-1"):
-        scenario.verify_served(target, pods.wait_running(api, namespace, "during", timeout=180))
-        scenario.run_pod_and_verify(target, namespace, gpu_pod("after", p.implicit_resource_name, 1))
-        api.delete("v1", "Pod", before[0].name, namespace)  # prepared by the old driver pod
-        pods.wait_gone(api, RESOURCE_API, "ResourceClaim", before[0].claim, namespace)
+    for ds in daemonsets:
+        name, ns = ds["metadata"]["name"], ds["metadata"]["namespace"]
+        wait_for(lambda: _rolled_out(target, name, ns), timeout=300, interval=2,
+                 what=f"DaemonSet {ns}/{name} to finish its rolling update",
+                 describe=lambda: str(api.get("apps/v1", "DaemonSet", name, ns)["status"]))
+    driver_setup.wait_published(api, p)
+    survived = survivors.check_unchanged(target, check, before, "KUBELET-1", "the driver's rolling update")
+    _prepared(target, check, namespace, "during")
+    api.create(gpu_pod("after", p.implicit_resource_name, 1), namespace)
+    _prepared(target, check, namespace, "after")
+    # "before" was prepared by an old driver pod: the kubelet must unprepare it through the new one,
+    # and it removes the deleted pod's object only once NodeUnprepareResources has succeeded.
+    api.delete("v1", "Pod", before[0].name, namespace)
+    with check("KUBELET-1"):
         pods.wait_gone(api, "v1", "Pod", before[0].name, namespace)
+    driver_state.check_released(api, p, check, "KUBELET-1", survived[0].pod["spec"]["nodeName"], [before[0].claim_uid])
+    with check("CLAIM-5"):
+        pods.wait_gone(api, RESOURCE_API, "ResourceClaim", before[0].claim, namespace)
     failures = _prepare_failures(target, namespace)
-    assert not failures, f"[KUBELET-1] preparing or unpreparing failed during the driver update: {failures}"
+    check.that("KUBELET-1", not failures, f"preparing or unpreparing failed during the driver update: {failures}")

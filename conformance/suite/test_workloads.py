@@ -1,22 +1,26 @@
 """Workloads as people write them today (fixtures/workloads/*.yaml), applied unmodified.
 
 The manifests ask for `nvidia.com/gpu` the device-plugin way (limits only, no ResourceClaim
-in the pod). Each pod they produce must run with a special claim, every container's probe must
-show exactly its devices, and no device may be shared between pods of the workload.
+in the pod). Each pod they produce must run with a special claim whose requests use the class
+each name resolves to, every container's probe must show exactly its devices, and no device
+may be shared between pods of the workload.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from clusters.paths import REPO_ROOT
 from conformance.lib import devices as devices_lib, pods, scenario
-from conformance.lib.special_claim import IMPLICIT_PREFIX, claim_status
-from conformance.lib.waits import wait_for
+from conformance.lib.checks import Checks
+from conformance.lib.resolution import misresolved, resolution
+from conformance.lib.special_claim import claim_status, expected_requests, special_claim
 from conformance.lib.workloads import (WORKLOAD_KINDS, apply_manifest, load_manifest, pods_of, probe_container,
                                         requested_names)
 from conformance.suite.conftest import Target
+from kube.waits import wait_for
 
 WORKLOADS = REPO_ROOT / "fixtures" / "workloads"
 MANIFESTS = sorted(WORKLOADS.glob("*.yaml"))
@@ -45,23 +49,35 @@ def _has_plain_init(spec: dict) -> bool:
     return any(c.get("restartPolicy") != "Always" for c in spec.get("initContainers") or [])
 
 
+def _skip_not_applicable(check: Checks, reason: str) -> NoReturn:
+    """None of the test's requirements can be evaluated with this manifest here: say why, and skip."""
+    for rid in sorted(check.allowed):
+        check.not_applicable(rid, reason)
+    pytest.skip(reason)
+
+
 @pytest.mark.requirement("NAME-1", "NAME-2", "ALLOC-1", "CTR-1", "STATUS-1")
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.stem for m in MANIFESTS])
-def test_unmodified_workload_runs_on_dra_devices(target: Target, namespace: str, manifest: Path) -> None:
+def test_unmodified_workload_runs_on_dra_devices(target: Target, check: Checks, namespace: str, manifest: Path) -> None:
     api, p = target.api, target.profile
     objs = load_manifest(manifest)
     names = requested_names(objs)
     classes_used = {r["exactly"]["deviceClassName"] for o in objs if o["kind"] == "ResourceClaim"
                     for r in o["spec"]["devices"]["requests"]}
     images = {c["image"] for s in _pod_specs(objs) for c in [*(s.get("initContainers") or []), *s["containers"]]}
-    served_names = {p.extended_resource_name, p.implicit_resource_name}
+    # name -> the requirement that it resolves to the profile's class
+    served_names = {p.extended_resource_name: "NAME-1", p.implicit_resource_name: "NAME-2"}
     # The stored manifests are unmodified user workloads for the default profile; a profile
     # serving other names cannot run them (collection cannot deselect by profile, so say so).
-    assert names <= served_names and classes_used <= {p.device_class} and images <= {p.workload_image}, \
-        (f"[NAME-1] {manifest.name} targets {sorted(WRITTEN_FOR['names'])}, class {WRITTEN_FOR['class']} and image "
-         f"{WRITTEN_FOR['image']}; profile {p.name} serves {sorted(served_names)}, class {p.device_class}, image {p.workload_image} "
-         f"(manifest asks for {sorted(names)}, classes {sorted(classes_used)}, images {sorted(images)})")
-    implicit = any(n.startswith(IMPLICIT_PREFIX) for n in names)
+    if not (names <= set(served_names) and classes_used <= {p.device_class} and images <= {p.workload_image}):
+        _skip_not_applicable(check, f"{manifest.name} targets {sorted(WRITTEN_FOR['names'])}, class {WRITTEN_FOR['class']} "
+                                    f"and image {WRITTEN_FOR['image']}; profile {p.name} serves {sorted(served_names)}, "
+                                    f"class {p.device_class}, image {p.workload_image} (manifest asks for {sorted(names)}, "
+                                    f"classes {sorted(classes_used)}, images {sorted(images)})")
+    implicit = p.implicit_resource_name in names
+    if implicit and target.minor <= (1, 34):
+        _skip_not_applicable(check, f"{manifest.name} uses an implicit name, which 1.34 does not serve "
+                                    "(BUG-1; NAME-2 applies from 1.35)")
 
     created = apply_manifest(api, manifest, namespace)
     want = _expected_pods(created)
@@ -72,48 +88,66 @@ def test_unmodified_workload_runs_on_dra_devices(target: Target, namespace: str,
     def describe() -> str:
         return "\n".join(pods.summary(api, namespace, q["metadata"]["name"]) for q in listed()) or "no pods"
 
-    if implicit and target.minor <= (1, 34):
-        # 1.34 does not honour implicit names (BUG-1): the pods must stay Pending without a claim.
-        with pods.requirement("NAME-2"):
-            wait_for(lambda: len(listed()) >= want, timeout=60, what=f"{want} pods of {manifest.name}", describe=describe)
-        for q in listed():
-            pods.assert_stays_unscheduled(api, namespace, q["metadata"]["name"], "NAME-2", duration=15)
-        return
-
     def running() -> list[dict] | None:
         found = listed()
         ok = [q for q in found if (q.get("status") or {}).get("phase") in ("Running", "Succeeded")]
         return ok if len(ok) >= want else None
 
-    with pods.requirement("NAME-2" if implicit else "NAME-1"):
+    with check("NAME-2" if implicit else "NAME-1", stop=True):
         ready = wait_for(running, timeout=300, interval=2, what=f"{want} pods of {manifest.name} Running", describe=describe)
 
-    devices: dict[str, list[tuple[str, str]]] = {}  # pod -> devices of its special and own claims
+    held: dict[str, list[tuple[str, str]]] = {}  # "pod/claim" -> devices, for the pods' special and own claims
     for q in ready:
         name = q["metadata"]["name"]
         if q["status"]["phase"] == "Succeeded":
-            _check_finished(target, q)
+            _check_finished(target, check, q)
             continue
-        served = scenario.verify_served(target, q, exact_counts=not _has_plain_init(q["spec"]))
-        owned = [served.claim["metadata"]["name"], *[n for n in devices_lib.user_claim_names(q).values() if n]]
-        devices[name] = [d for c in owned for d in pods.claim_devices(api, namespace, c)]
-        assert served.seen and all(served.seen.values()), f"[CTR-1] a GPU container of {name} sees no device: {served.seen}"
-    flat = [d for devs in devices.values() for d in devs]
-    assert len(flat) == len(set(flat)), f"[ALLOC-1] pods of {manifest.name} share devices: {devices}"
+        exact = not _has_plain_init(q["spec"])
+        claim = special_claim(api, q)
+        # Before verify_served, whose claim problems end the test: a wrong class fails the name's ID.
+        for resource, rid in served_names.items():
+            if expected_requests(q, {resource: p.device_class}):
+                with check(rid):
+                    bad = misresolved(q, claim, {resource: p.device_class}, exact)
+                    assert not bad, pods.observed(f"pod {name}: {resource} not served by {p.device_class} as asked: {bad}; "
+                                                  f"resolved: {resolution(q, claim)}", q, claim)
+        served = scenario.verify_served(target, check, q, exact_counts=exact)
+        for c in [served.claim["metadata"]["name"], *[n for n in devices_lib.user_claim_names(q).values() if n]]:
+            held[f"{name}/{c}"] = pods.claim_devices(api, namespace, c)
+    if len(held) > 1:  # devices within one claim are checked by the claim oracle
+        flat = [d for devs in held.values() for d in devs]
+        check.that("ALLOC-1", len(flat) == len(set(flat)), f"claims of {manifest.name}'s pods share devices: {held}")
 
     for job in (o for o in created if o["kind"] == "Job"):
-        with pods.requirement("NAME-1"):
+        with check("NAME-1"):
             wait_for(lambda: ((api.get("batch/v1", "Job", job["metadata"]["name"], namespace) or {}).get("status") or {})
                      .get("succeeded"), timeout=180, what=f"job {job['metadata']['name']} to complete", describe=describe)
 
 
-def _check_finished(target: Target, q: dict) -> None:
-    """A Job pod that already finished: its claim may be gone (CLAIM-6), so check what remains:
-    the status named a claim and every container's log shows as many devices as it asked for."""
+def _check_finished(target: Target, check: Checks, q: dict) -> None:
+    """A pod that already finished (a Job's): its claim may already be released (CLAIM-6), so each
+    container's logged probe is compared with the claim's devices while the claim is still
+    allocated, and otherwise with the driver's devices on the pod's node, as many as it asked for."""
     api, p = target.api, target.profile
-    name = q["metadata"]["name"]
-    assert claim_status(q), f"[STATUS-1] finished pod {name} never named a special claim: {pods.summary(api, q['metadata']['namespace'], name)}"
-    for c in q["spec"]["containers"]:
-        want = sum(int(v) for k, v in ((c.get("resources") or {}).get("limits") or {}).items() if "/" in k)
+    name, ns, node = q["metadata"]["name"], q["metadata"]["namespace"], q["spec"].get("nodeName")
+    with check("STATUS-1"):
+        assert claim_status(q) is not None, f"finished pod {name} never named a special claim: {pods.summary(api, ns, name)}"
+    ids = devices_lib.device_ids(api, p)
+    claim = special_claim(api, q)
+    allocated = bool(claim and (claim.get("status") or {}).get("allocation"))
+    expected = devices_lib.expected_per_container(q, claim, ids) if allocated else None
+    pools = pods.pool_nodes(api, p.driver)
+    on_node = {i for (pool, _), i in ids.items() if pools.get(pool) == node}
+    asked = expected_requests(q, {p.extended_resource_name: p.device_class, p.implicit_resource_name: p.device_class})
+    for c in [*(q["spec"].get("initContainers") or []), *q["spec"]["containers"]]:
         seen = probe_container(api, p, q, c["name"])
-        assert len(seen.device_ids) == want, f"[CTR-1] container {c['name']} of {name} saw {seen.device_ids}, asked for {want}"
+        count = sum(n for (container, _), n in asked.items() if container == c["name"])
+        if expected is not None:
+            ok, wanted = seen.device_ids == expected.get(c["name"], []), f"the claim's {expected.get(c['name'], [])}"
+        else:
+            ok = len(seen.device_ids) == count == len(set(seen.device_ids)) and set(seen.device_ids) <= on_node
+            wanted = f"{count} distinct of node {node}'s {sorted(on_node)} (claim released)"
+        # The profile's further channels (e.g. environment variables) must name the same devices.
+        ok = ok and all(shown == seen.device_ids for shown in seen.channels.values())
+        check.that("CTR-1", ok, f"container {c['name']} of finished pod {name} saw {seen.device_ids} "
+                                f"(channels {seen.channels}), expected {wanted}; probe output: {seen.raw.strip()[:400]!r}")

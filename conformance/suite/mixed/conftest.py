@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import pytest
 
 from conformance.lib import diagnostics
-from conformance.lib.api import Api
 from conformance.lib.profile import Profile
-from conformance.lib.waits import wait_for
 from conformance.suite.conftest import Target
 from conformance.suite.mixed import helpers
 from conformance.suite.mixed.helpers import MODE_LABEL
+from kube.api import Api
+from kube.waits import wait_for
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,11 @@ class NodeModes:
     def __init__(self, api: Api, profile: Profile, namespace: str, original: dict[str, str]) -> None:
         self.api, self.profile, self.namespace, self.original = api, profile, namespace, original
 
-    def set(self, node: str, mode: str, timeout: float = 300) -> None:
-        """Label the node and wait until exactly the plugins of `mode` serve it (helpers.settled)."""
+    def set(self, node: str, mode: str, timeout: float = 300, in_use: int = 0) -> None:
+        """Label the node and wait until exactly the plugins of `mode` serve it (helpers.settled;
+        in_use: devices device-plugin pods still hold, which a DRA driver may leave unpublished)."""
         helpers.set_mode_label(self.api, node, mode)
-        helpers.wait_settled(self.api, self.profile, node, mode, timeout=timeout)
+        helpers.wait_settled(self.api, self.profile, node, mode, timeout=timeout, in_use=in_use)
 
     def restore(self) -> None:
         api = self.api
@@ -120,13 +121,3 @@ def node_modes(request: pytest.FixtureRequest, target: Target, namespace: str, w
             print(f"--keep: node labels left as {current} (session started with {workers.original})")
         return
     modes.restore()
-
-
-@pytest.fixture
-def observe(record_property):
-    """Record an observation (JUnit property and stdout) that the test reports even when it passes."""
-    def note(key: str, text: str) -> None:
-        record_property(key, text)
-        print(f"[observation] {key}: {text}")
-    return note
-

@@ -1,5 +1,5 @@
 """Helpers of the mixed-node tests: which plugin a node runs, what its status shows, what the
-containers on it see, and the double-booking detector.
+containers on it see, and the double-booking detector (what it finds is an observation).
 
 The fake driver's device plugin and DRA plugin serve the SAME physical GPUs of a node (same
 uuids), so a GPU handed out by both paths shows up as one uuid seen by containers of two pods.
@@ -11,13 +11,13 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from conformance.lib import pods
-from conformance.lib.api import Api, Obj
 from conformance.lib.driver_setup import published_devices
 from conformance.lib.profile import Profile
-from conformance.lib.waits import wait_for
 from conformance.lib.workloads import probe_container
 from fake_driver import manifests
 from fake_driver.probe_output import ProbedGpu, parse_probe_output
+from kube.api import Api, Obj
+from kube.waits import wait_for
 
 MODE_LABEL = manifests.MODE_LABEL
 DRA_MODES = ("dra", "both")
@@ -90,9 +90,10 @@ def node_state(api: Api, profile: Profile, node: str) -> dict:
                for plugin in COMPONENTS}}
 
 
-def settled(api: Api, profile: Profile, node: str, mode: str) -> bool:
+def settled(api: Api, profile: Profile, node: str, mode: str, in_use: int = 0) -> bool:
     """The node carries `mode` and exactly the plugins of that mode serve it:
-    DRA: a Ready plugin pod and all devices published, else no plugin pod and no ResourceSlice;
+    DRA: a Ready plugin pod and all devices published (a driver may leave out the `in_use`
+    devices that device-plugin pods still hold), else no plugin pod and no ResourceSlice;
     device plugin: a Ready plugin pod and allocatable = devices per node, else no plugin pod and
     the name at most 0 in allocatable (the kubelet keeps a stale 0, MIXED-3)."""
     if mode_of(api, node) != mode:
@@ -101,7 +102,7 @@ def settled(api: Api, profile: Profile, node: str, mode: str) -> bool:
     published = published_devices(api, profile)[node]
     allocatable = node_resource(api, node, profile.extended_resource_name)["allocatable"]
     if mode in DRA_MODES:
-        ok = any(_ready(p) for p in dra) and published == profile.devices_per_node
+        ok = any(_ready(p) for p in dra) and profile.devices_per_node - in_use <= published <= profile.devices_per_node
     else:
         ok = not dra and published == 0
     if mode in DEVICE_PLUGIN_MODES:
@@ -111,8 +112,8 @@ def settled(api: Api, profile: Profile, node: str, mode: str) -> bool:
     return ok
 
 
-def wait_settled(api: Api, profile: Profile, node: str, mode: str, timeout: float = 300) -> None:
-    wait_for(lambda: settled(api, profile, node, mode), timeout=timeout, interval=2,
+def wait_settled(api: Api, profile: Profile, node: str, mode: str, timeout: float = 300, in_use: int = 0) -> None:
+    wait_for(lambda: settled(api, profile, node, mode, in_use), timeout=timeout, interval=2,
              what=f"node {node} to be served as {MODE_LABEL}={mode}",
              describe=lambda: json.dumps(node_state(api, profile, node)))
 

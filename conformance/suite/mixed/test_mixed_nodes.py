@@ -11,12 +11,14 @@ import uuid
 
 import pytest
 
+from conformance.catalogue import requirement
 from conformance.lib import pods, scenario
+from conformance.lib.checks import Checks
 from conformance.lib.special_claim import claim_status, claims_owned_by
-from conformance.lib.waits import wait_for
 from conformance.suite.conftest import Target
 from conformance.suite.mixed import helpers
 from conformance.suite.mixed.conftest import NodeModes, Workers
+from kube.waits import wait_for
 
 
 def _spread_deployment(name: str, image: str, resource: str, nodes: list[str]) -> dict:
@@ -36,7 +38,7 @@ def _spread_deployment(name: str, image: str, resource: str, nodes: list[str]) -
 
 @pytest.mark.serial
 @pytest.mark.requirement("MIXED-1", "STATUS-1", "KUBELET-4")
-def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(target: Target, namespace: str,
+def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(check: Checks, target: Target, namespace: str,
                                                                     workers: Workers) -> None:
     """One replica lands on each worker: the device-plugin node's pod uses node-allocatable
     accounting (no special claim, no status, device via the device plugin), the DRA node's pod gets
@@ -57,85 +59,88 @@ def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(target: Targ
               and not q["metadata"].get("deletionTimestamp")]
         return ok if len(ok) == len(nodes) else None
 
-    with pods.requirement("MIXED-1"):
+    with check("MIXED-1", stop=True):
         ready = wait_for(running, timeout=240, interval=2, what=f"both replicas of {name} Running", describe=describe)
-    by_node = {q["spec"]["nodeName"]: q for q in ready}
-    assert sorted(by_node) == sorted(nodes), f"[MIXED-1] replicas are not one per worker {nodes}:\n{describe()}"
+        by_node = {q["spec"]["nodeName"]: q for q in ready}
+        assert sorted(by_node) == sorted(nodes), f"replicas are not one per worker {nodes}:\n{describe()}"
 
     dp_pod, dra_pod = by_node[workers.device_plugin], by_node[workers.dra]
     dp_name, dra_name = dp_pod["metadata"]["name"], dra_pod["metadata"]["name"]
 
     # The device-plugin node: no special claim, no status, one device delivered by the device plugin.
     owned = [c["metadata"]["name"] for c in claims_owned_by(api, dp_pod)]
-    assert owned == [], f"[MIXED-1] pod {dp_name} on device-plugin node {workers.device_plugin} owns claims {owned}:\n" \
-                        f"{pods.summary(api, namespace, dp_name)}"
-    assert claim_status(dp_pod) is None, \
-        f"[STATUS-1] pod {dp_name} served by the device plugin has extendedResourceClaimStatus:\n{pods.summary(api, namespace, dp_name)}"
     seen = helpers.probe(api, p, dp_pod)
-    assert len(seen) == 1 and seen[0].via == "device-plugin" and seen[0].node == workers.device_plugin, \
-        (f"[MIXED-1] pod {dp_name} on device-plugin node {workers.device_plugin} should see 1 device via=device-plugin, "
-         f"sees {helpers.shown(seen)}:\n{pods.summary(api, namespace, dp_name)}")
+    check.that("MIXED-1", owned == [] and claim_status(dp_pod) is None and len(seen) == 1
+               and seen[0].via == "device-plugin" and seen[0].node == workers.device_plugin,
+               f"pod {dp_name} on device-plugin node {workers.device_plugin} should own no claim (owns {owned}), have "
+               f"no extendedResourceClaimStatus and see 1 device via=device-plugin (sees {helpers.shown(seen)}):\n"
+               f"{pods.summary(api, namespace, dp_name)}")
+    check.that("STATUS-1", claim_status(dp_pod) is None,
+               f"pod {dp_name} served by the device plugin has extendedResourceClaimStatus:\n"
+               f"{pods.summary(api, namespace, dp_name)}")
 
     # The DRA node: special claim, status, and exactly its allocated device delivered by DRA.
-    with pods.requirement("MIXED-1"):
-        served = scenario.verify_served(target, dra_pod)
+    check.that("STATUS-1", claim_status(dra_pod) is not None,
+               f"pod {dra_name} on DRA node {workers.dra} has no extendedResourceClaimStatus:\n"
+               f"{pods.summary(api, namespace, dra_name)}")
+    served = scenario.verify_served(target, check, dra_pod, as_id="MIXED-1")
     seen = helpers.probe(api, p, dra_pod)
-    assert [d.uuid for d in seen] == served.seen["main"] and len(seen) == 1 and all(d.via == "dra" for d in seen), \
-        (f"[MIXED-1] pod {dra_name} on DRA node {workers.dra} should see its allocated device {served.seen['main']} via=dra, "
-         f"sees {helpers.shown(seen)}:\n{pods.summary(api, namespace, dra_name)}")
+    check.that("MIXED-1", [d.uuid for d in seen] == served.seen["main"] and all(d.via == "dra" for d in seen),
+               f"pod {dra_name} on DRA node {workers.dra} should see its allocated device {served.seen['main']} "
+               f"via=dra, sees {helpers.shown(seen)}:\n{pods.summary(api, namespace, dra_name)}")
 
     # Node status: allocatable accounting on the device-plugin node only.
     dp_status = helpers.node_resource(api, workers.device_plugin, p.extended_resource_name)
-    assert dp_status["allocatable"] == str(p.devices_per_node), \
-        f"[MIXED-1] device-plugin node {workers.device_plugin} lists {p.extended_resource_name}: {dp_status}, expected allocatable {p.devices_per_node}"
+    check.that("MIXED-1", dp_status["allocatable"] == str(p.devices_per_node),
+               f"device-plugin node {workers.device_plugin} lists {p.extended_resource_name}: {dp_status}, "
+               f"expected allocatable {p.devices_per_node}")
     dra_status = helpers.node_resource(api, workers.dra, p.extended_resource_name)
     implicit = helpers.node_resource(api, workers.dra, p.implicit_resource_name)
-    assert dra_status == {"capacity": None, "allocatable": None} == implicit, \
-        (f"[KUBELET-4] DRA node {workers.dra} lists a DRA-backed name in node status while pod {dra_name} runs: "
-         f"{p.extended_resource_name}: {dra_status}, {p.implicit_resource_name}: {implicit}")
+    check.that("KUBELET-4", dra_status == {"capacity": None, "allocatable": None} == implicit,
+               f"DRA node {workers.dra} lists a DRA-backed name in node status while pod {dra_name} runs: "
+               f"{p.extended_resource_name}: {dra_status}, {p.implicit_resource_name}: {implicit}")
 
 
 @pytest.mark.serial
 @pytest.mark.requirement("MIXED-2", "STATUS-1")
-def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(target: Target, namespace: str, workers: Workers,
-                                                                   node_modes: NodeModes, observe) -> None:
+def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(check: Checks, target: Target, namespace: str,
+                                                                   workers: Workers, node_modes: NodeModes) -> None:
     """A worker running both plugins (label `both`) advertises the name (allocatable 8) AND
-    publishes the same 8 GPUs in a ResourceSlice. A pod asking for the name there is served by one
-    mechanism; which one is recorded. From 1.35 the device plugin wins (allocatable > 0, MIXED-2);
-    the node's DRA devices stay usable through an ordinary ResourceClaim.
+    publishes the same 8 GPUs in a ResourceSlice. A pod asking for the name there must be served
+    by the device plugin (allocatable > 0, MIXED-2), without special claim or status (STATUS-1);
+    the node's DRA devices stay usable through an ordinary ResourceClaim. Which mechanism served
+    it and what each pod sees are recorded.
 
     The device-plugin worker is the one given `both`: adding and later removing the DRA plugin
     leaves its node status as it was, whereas a device plugin leaving the DRA worker would leave a
     stale `<name>: 0` there (MIXED-3) for the rest of the session."""
+    applies, why = requirement("MIXED-2").applies_to(target.minor, gate_enabled=True)
+    if not applies:  # 1.34 treats the node alike here, but the catalogue claims MIXED-2 from 1.35 only
+        check.not_applicable("MIXED-2", why)
+        return
     api, p = target.api, target.profile
     node = workers.device_plugin
-    with pods.requirement("MIXED-2"):
+    with check("MIXED-2", stop=True):  # the cluster must not reject a node served by both
         node_modes.set(node, "both")
     status_before = helpers.node_resource(api, node, p.extended_resource_name)
 
     api.create(helpers.pinned_pod("gpu-1", p.workload_image, node, {p.extended_resource_name: 1}), namespace)
-    with pods.requirement("MIXED-2"):
+    with check("MIXED-2", stop=True):
         pod = pods.wait_phase(api, namespace, "gpu-1", ("Running", "Failed"), timeout=180)
-    assert pod["status"]["phase"] == "Running", f"[MIXED-2] pod gpu-1 failed on node {node} with both plugins:\n{helpers.pod_state(api, namespace, 'gpu-1')}"
+        assert pod["status"]["phase"] == "Running", \
+            f"pod gpu-1 failed on node {node} with both plugins:\n{helpers.pod_state(api, namespace, 'gpu-1')}"
     status = claim_status(pod)
     owned = [c["metadata"]["name"] for c in claims_owned_by(api, pod)]
     seen = helpers.probe(api, p, pod)
-    vias = sorted({d.via for d in seen})
     mechanism = "dra" if status or owned else "device-plugin"
     observation = (f"Kubernetes {target.version.tag}: node {node} with both plugins ({p.extended_resource_name} "
                    f"{status_before}, {helpers.node_state(api, p, node)['published_devices']} devices published); "
                    f"pod gpu-1 asking for 1 was served by {mechanism}: extendedResourceClaimStatus={json.dumps(status)}, "
                    f"owned claims={owned}, probe={helpers.shown(seen)}")
-    observe("MIXED-2 mechanism on a node with both plugins", observation)
-
-    # Whichever path served it, the pod must have exactly one device, delivered by that path.
-    assert len(seen) == 1 and vias == [mechanism], f"[MIXED-2] inconsistent service: {observation}"
-    if mechanism == "dra":
-        with pods.requirement("STATUS-1"):
-            scenario.verify_served(target, pod)
-    if target.minor >= (1, 35):
-        assert mechanism == "device-plugin", f"[MIXED-2] the device plugin must win where allocatable > 0: {observation}"
-        assert not owned and status is None, f"[STATUS-1] {observation}"
+    check.observe("MIXED-2", observation)
+    check.that("MIXED-2", mechanism == "device-plugin" and len(seen) == 1 and seen[0].via == "device-plugin",
+               f"the device plugin must serve the name where allocatable > 0, with exactly one device: {observation}")
+    check.that("STATUS-1", status is None, f"pod gpu-1 got extendedResourceClaimStatus: {observation}")
 
     # The DRA devices of that node stay usable through an ordinary ResourceClaim.
     claim_name = f"own-{uuid.uuid4().hex[:6]}"
@@ -144,15 +149,14 @@ def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(target: Targe
     with_claim["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
     with_claim["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
     api.create(with_claim, namespace)
-    with pods.requirement("MIXED-2"):
+    with check("MIXED-2", stop=True):
         claimed = pods.wait_running(api, namespace, "with-claim", timeout=180)
     seen_claim = helpers.probe(api, p, claimed)
     devices = pods.claim_devices(api, namespace, claim_name)
-    assert len(seen_claim) == 1 and seen_claim[0].via == "dra" and seen_claim[0].node == node, \
-        (f"[MIXED-2] pod with-claim on node {node} should see its claim's device {devices} via=dra, sees "
-         f"{helpers.shown(seen_claim)}:\n{pods.summary(api, namespace, 'with-claim')}")
-    holders = helpers.uuid_holders(api, p, node, namespace)
-    booked = helpers.double_booked(holders)
-    observe("MIXED-2 devices on the node with both plugins",
-            f"gpu-1 (device plugin) sees {[d.uuid for d in seen]}, with-claim (DRA claim {devices}) sees "
-            f"{[d.uuid for d in seen_claim]}; uuids seen by two pods: {helpers.render_holders(booked) if booked else 'none'}")
+    check.that("MIXED-2", len(seen_claim) == 1 and seen_claim[0].via == "dra" and seen_claim[0].node == node,
+               f"pod with-claim on node {node} should see its claim's device {devices} via=dra, sees "
+               f"{helpers.shown(seen_claim)}:\n{pods.summary(api, namespace, 'with-claim')}")
+    booked = helpers.double_booked(helpers.uuid_holders(api, p, node, namespace))
+    check.observe("MIXED-2", f"on the node with both plugins gpu-1 (device plugin) sees {[d.uuid for d in seen]}, "
+                             f"with-claim (DRA claim {devices}) sees {[d.uuid for d in seen_claim]}; uuids seen by two "
+                             f"pods: {helpers.render_holders(booked) if booked else 'none'}")

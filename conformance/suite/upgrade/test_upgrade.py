@@ -18,7 +18,9 @@ from clusters.images import BuiltImages, ImagesMissingError
 from clusters.nodes import KindNodes
 from clusters.versions import KubeVersion, supported_versions
 from conformance.lib import driver_setup, pods, scenario, survivors
+from conformance.lib.checks import Checks
 from conformance.lib.special_claim import RESOURCE_API
+from conformance.lib.steps import setup_checks
 from conformance.suite.conftest import Target
 
 pytestmark = pytest.mark.serial
@@ -47,30 +49,28 @@ def move_to(target: Target, kubeconfig: Path, kind_nodes: KindNodes) -> Callable
     def move(version: KubeVersion) -> None:
         upgrade.change_version(kubeconfig, kind_nodes, version, images)
         server = target.api.server_version()
-        assert server.startswith(version.tag), f"[UPGRADE-1] the API server reports {server} after moving to {version.tag}"
+        assert server.startswith(version.tag), f"the API server reports {server} after moving to {version.tag}"
         # Restarted kubelets drop the driver's ResourceSlices until it registers again.
         driver_setup.wait_published(target.api, target.profile)
     return move
 
 
 @pytest.fixture(scope="module")
-def start(target: Target, module_namespace: str) -> Callable[[str, int], list[survivors.Snapshot]]:
-    """Start one pod per name (explicit and implicit), `count` devices each, named <prefix>-<kind>."""
+def start(target: Target, module_namespace: str) -> Callable[[Checks, str, int], list[survivors.Snapshot]]:
+    """Start one pod per name (explicit and implicit), `count` devices each, named <prefix>-<kind>;
+    each must run and be served end to end (checked as UPGRADE-1: pods created after a step get claims)."""
     p = target.profile
 
-    def run(prefix: str, count: int) -> list[survivors.Snapshot]:
-        started = []
-        for kind, resource in (("explicit", p.extended_resource_name), ("implicit", p.implicit_resource_name)):
-            pod = pods.pod(f"{prefix}-{kind}", [pods.container("main", p.workload_image, {resource: count})])
-            with pods.requirement("UPGRADE-1"):
-                started.append(survivors.snapshot(scenario.run_pod_and_verify(target, module_namespace, pod)))
-        return started
+    def run(check: Checks, prefix: str, count: int) -> list[survivors.Snapshot]:
+        return [survivors.snapshot(scenario.run_pod_and_verify(target, check, module_namespace, pods.pod(
+                    f"{prefix}-{kind}", [pods.container("main", p.workload_image, {resource: count})]), as_id="UPGRADE-1"))
+                for kind, resource in (("explicit", p.extended_resource_name), ("implicit", p.implicit_resource_name))]
     return run
 
 
 @pytest.fixture(scope="module")
 def before_upgrade(start, versions) -> list[survivors.Snapshot]:
-    return start("before", 2)
+    return start(setup_checks(f"starting the pods at {versions[0].tag}, before the upgrade"), "before", 2)
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +80,11 @@ def upgraded(before_upgrade, versions, move_to) -> list[survivors.Snapshot]:
 
 
 @pytest.mark.requirement("UPGRADE-1")
-def test_pods_survive_upgrade_and_new_pods_get_claims(target: Target, upgraded, versions, start, record_property) -> None:
-    survivors.check(target, upgraded, "UPGRADE-1", f"the upgrade to {versions[1].tag}")
-    upgraded += start("upgraded", 1)
+def test_pods_survive_upgrade_and_new_pods_get_claims(check: Checks, target: Target, upgraded, versions, start,
+                                                      record_property) -> None:
     record_property("versions", f"{versions[0].tag} -> {versions[1].tag}")
+    survivors.check_unchanged(target, check, upgraded, "UPGRADE-1", f"the upgrade to {versions[1].tag}")
+    upgraded += start(check, "upgraded", 1)  # these must come through the downgrade too
 
 
 @pytest.fixture(scope="module")
@@ -93,12 +94,12 @@ def downgraded(upgraded, versions, move_to) -> list[survivors.Snapshot]:
 
 
 @pytest.mark.requirement("UPGRADE-1")
-def test_pods_survive_downgrade_and_claims_are_collected(target: Target, module_namespace: str, downgraded,
-                                                         versions, start) -> None:
-    survivors.check(target, downgraded, "UPGRADE-1", f"the downgrade to {versions[0].tag}")
-    start("downgraded", 1)
+def test_pods_survive_downgrade_and_claims_are_collected(check: Checks, target: Target, module_namespace: str,
+                                                         downgraded, versions, start) -> None:
+    survivors.check_unchanged(target, check, downgraded, "UPGRADE-1", f"the downgrade to {versions[0].tag}")
+    start(check, "downgraded", 1)
     for snap in downgraded:  # pods from before the upgrade and from between the steps
         target.api.delete("v1", "Pod", snap.name, module_namespace)
-    with pods.requirement("UPGRADE-1"):
+    with check("UPGRADE-1"):
         for snap in downgraded:
             pods.wait_gone(target.api, RESOURCE_API, "ResourceClaim", snap.claim, module_namespace)

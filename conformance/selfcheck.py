@@ -1,0 +1,167 @@
+"""`python -m conformance.selfcheck` (`make selfcheck`): does the suite catch a broken driver, by name?
+
+For each defect mode of the fake driver (fake_driver/defects.py) the driver is deployed with
+that defect alone on a kind cluster of the default version, the part of the suite that can
+see it runs (existing-cluster mode), and the defect counts as killed only when exactly the
+expected requirement IDs are `failed` (or, for setup defects, the expected preflight item)
+and nothing is `error`. A run without any defect comes first: it must fail nothing, or every
+kill would be meaningless. The kill-rate table is printed and written to
+<out>/selfcheck.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from clusters import lifecycle
+from clusters.images import BuiltImages
+from clusters.paths import REPO_ROOT
+from clusters.topology import ClusterSpec
+from clusters.versions import resolve
+from conformance import run as runner
+from conformance.lib import driver_setup, profile as profiles
+from fake_driver.defects import DEFECTS
+
+# The tests each defect is run against: enough to see it, few enough to keep the check short.
+SERVED = "test_pod_asking_for_two_devices_runs_with_them or test_each_container_sees_exactly_its_devices"
+UNPREPARE = "test_deleting_the_pod_deletes_its_claim"
+MIXED = "test_deployment_spread_over_a_device_plugin_node_and_a_dra_node"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    failed: frozenset[str] = frozenset()  # requirement IDs that must be `failed`, and no others
+    preflight: str = ""                   # or: a preflight item (name prefix) that must fail
+    tests: str = SERVED                   # pytest -k selection
+    topology: str = "dra"
+
+
+EXPECTED: dict[str, Expectation] = {
+    "env-names-other-gpu": Expectation(frozenset({"CTR-1"})),
+    "extra-device": Expectation(frozenset({"CTR-1"})),
+    "prepare-next-device": Expectation(frozenset({"CTR-1"})),
+    "slice-wrong-id": Expectation(frozenset({"CTR-1"})),
+    "slice-missing-device": Expectation(preflight="devices"),
+    "no-unprepare": Expectation(frozenset({"KUBELET-1"}), tests=UNPREPARE),
+    "fail-multi-device-prepare": Expectation(frozenset({"NAME-1"})),
+    "device-plugin-extra-device": Expectation(frozenset({"MIXED-1"}), tests=MIXED, topology="mixed"),
+    "deviceclass-without-name": Expectation(preflight="deviceclass"),
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    defect: str
+    killed: bool
+    failed: list[str]
+    errors: list[str]
+    preflight_failed: list[str]
+    seconds: float
+
+    def row(self, expected: Expectation) -> str:
+        want = ", ".join(sorted(expected.failed)) or f"preflight {expected.preflight}"
+        area, effect = DEFECTS.get(self.defect, ("-", "no defect"))
+        return (f"| {self.defect} | {area} | {effect} | {want} | {', '.join(self.failed) or '-'} | "
+                f"{', '.join(self.preflight_failed) or '-'} | {', '.join(self.errors) or '-'} | "
+                f"{'killed' if self.killed else 'SURVIVED'} | {self.seconds:.0f} s |")
+
+
+def defect_profile(base: profiles.Profile, defect: str | None, dest: Path) -> Path:
+    """The base profile's file with `fakeDriver.defects` set."""
+    raw = yaml.safe_load(base.source.read_text())
+    raw.setdefault("fakeDriver", {})["defects"] = [defect] if defect else []
+    raw["name"] = f"{base.name}+{defect or 'no-defect'}"
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / "profile.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def judge(defect: str | None, expected: Expectation, out: Path, seconds: float) -> Outcome:
+    report = json.loads((out / "existing" / "summary.json").read_text())
+    verdicts = {r["id"]: r["verdict"] for r in report["requirements"]}
+    failed = sorted(rid for rid, v in verdicts.items() if v == "failed")
+    errors = sorted(rid for rid, v in verdicts.items() if v == "error")
+    preflight_failed = [p["name"] for p in report["context"].get("preflight", []) if p["verdict"] == "failed"]
+    if defect is None:
+        killed = not failed and not errors and not preflight_failed  # the baseline must be clean
+    elif expected.preflight:
+        killed = any(expected.preflight in name for name in preflight_failed) and not errors
+    else:
+        killed = set(failed) == expected.failed and not errors and not preflight_failed
+    return Outcome(defect or "(none)", killed, failed, errors, preflight_failed, seconds)
+
+
+def run_one(kubeconfig: Path, base: profiles.Profile, defect: str | None, expected: Expectation,
+            out: Path, args: argparse.Namespace) -> Outcome:
+    profile_path = defect_profile(base, defect, out)
+    # A clean slate: the previous defect's DaemonSets and DeviceClasses go first.
+    driver_setup.uninstall_fake_driver(lifecycle.kubectl_runner(kubeconfig), base, BuiltImages.load().driver)
+    started = time.monotonic()
+    runner.main(["--kubeconfig", str(kubeconfig), "--profile", str(profile_path), "-k", expected.tests,
+                 "--out", str(out), "--timeout-scale", str(args.timeout_scale)])
+    outcome = judge(defect, expected, out, time.monotonic() - started)
+    print(f"[selfcheck] {outcome.defect}: {'killed' if outcome.killed else 'SURVIVED'} "
+          f"(failed {outcome.failed}, errors {outcome.errors}, preflight {outcome.preflight_failed})", flush=True)
+    return outcome
+
+
+def write_table(outcomes: list[tuple[Expectation, Outcome]], path: Path, version: str) -> str:
+    killed = sum(o.killed for e, o in outcomes if o.defect != "(none)")
+    total = sum(1 for _, o in outcomes if o.defect != "(none)")
+    lines = [f"# Self-check on Kubernetes {version}: {killed}/{total} defects killed by name", "",
+             "| defect | area | what breaks | must fail | failed | preflight failed | errors | result | time |",
+             "|---|---|---|---|---|---|---|---|---|", *(o.row(e) for e, o in outcomes)]
+    text = "\n".join(lines) + "\n"
+    path.write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m conformance.selfcheck", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--profile", default="fake-gpu", help="a deploy: fake-driver profile to break")
+    p.add_argument("--k8s-version", default="", help="pinned version (default: the default one)")
+    p.add_argument("--defects", default=",".join(EXPECTED), help="comma-separated defects to try")
+    p.add_argument("--timeout-scale", type=float, default=1.0)
+    p.add_argument("--keep", action="store_true", help="keep the kind clusters")
+    p.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "selfcheck")
+    args = p.parse_args(argv)
+    base = profiles.load(args.profile)
+    wanted = [d for d in args.defects.split(",") if d]
+    unknown = [d for d in wanted if d not in EXPECTED]
+    if base.deploy != "fake-driver" or unknown:
+        print(f"selfcheck: error: {'unknown defects ' + ', '.join(unknown) if unknown else 'the profile must deploy the fake driver'}",
+              file=sys.stderr)
+        return 2
+    version = resolve(args.k8s_version or None)
+    outcomes: list[tuple[Expectation, Outcome]] = []
+    for topology in ("dra", "mixed"):
+        defects = [d for d in wanted if EXPECTED[d].topology == topology]
+        if not defects:
+            continue
+        cluster = lifecycle.ensure(ClusterSpec(topology, version))
+        try:
+            baseline = Expectation(tests=" or ".join(sorted({EXPECTED[d].tests for d in defects})), topology=topology)
+            outcomes.append((baseline, run_one(cluster.kubeconfig, base, None, baseline,
+                                               args.out / f"{topology}-no-defect", args)))
+            for defect in defects:
+                outcomes.append((EXPECTED[defect], run_one(cluster.kubeconfig, base, defect, EXPECTED[defect],
+                                                           args.out / defect, args)))
+        finally:
+            driver_setup.uninstall_fake_driver(lifecycle.kubectl_runner(cluster.kubeconfig), base,
+                                               BuiltImages.load().driver)
+            if not args.keep:
+                lifecycle.delete(cluster.name)
+    print(write_table(outcomes, args.out / "selfcheck.md", version.tag))
+    return 0 if all(o.killed for _, o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Verdicts come from evaluated checks only, per ID, on the server's version."""
+from __future__ import annotations
+
+import json
+
+from conformance.report import summary
+from conformance.report.summary import verdicts
+
+V137 = {"server": "v1.37.2"}
+
+
+def record(test: str, outcome: str, ids: list[str], checks: list[tuple] = (), message: str = "",
+           when: str = "call") -> dict:
+    return {"test": test, "when": when, "outcome": outcome, "requirements": ids, "duration": 1.0,
+            "message": message,
+            "checks": [{"id": c[0], "verdict": c[1], "message": c[2] if len(c) > 2 else "",
+                        "reference": c[3] if len(c) > 3 else ""} for c in checks]}
+
+
+def by_id(records: list[dict], context: dict = V137) -> dict[str, summary.Verdict]:
+    return {v.id: v for v in verdicts(records, context)}
+
+
+def test_a_cited_id_that_was_never_checked_is_not_credited():
+    # The test passed, cites QUOTA-3 and ALLOC-1, but its branch only checked ALLOC-1.
+    got = by_id([record("t::quota", "passed", ["ALLOC-1", "QUOTA-3"], [("ALLOC-1", "passed")])])
+    assert got["ALLOC-1"].verdict == "passed"
+    assert got["QUOTA-3"].verdict == "not tested"
+
+
+def test_one_failed_check_fails_only_its_own_id():
+    got = by_id([record("t::ctr", "failed", ["ALLOC-1", "CTR-1", "STATUS-1"],
+                        [("ALLOC-1", "passed"), ("CTR-1", "failed", "container main sees []"), ("STATUS-1", "passed")],
+                        message="[CTR-1] failed: container main sees []")])
+    assert (got["ALLOC-1"].verdict, got["CTR-1"].verdict, got["STATUS-1"].verdict) == ("passed", "failed", "passed")
+    assert got["CTR-1"].reasons == ["t::ctr: container main sees []"]
+
+
+def test_a_failure_anywhere_outweighs_passes_elsewhere():
+    got = by_id([record("t::a", "passed", ["CTR-1"], [("CTR-1", "passed")]),
+                 record("t::b", "failed", ["CTR-1"], [("CTR-1", "failed", "wrong device")])])
+    assert got["CTR-1"].verdict == "failed" and got["CTR-1"].tests == ["t::a", "t::b"]
+
+
+def test_a_deviation_is_neither_passed_nor_failed_and_names_upstream():
+    got = by_id([record("t::gate", "passed", ["GATE-2"],
+                        [("GATE-2", "deviates", "implicit-name pod stopped", "kubernetes/kubernetes#1")])],
+                {"server": "v1.36.3"})
+    assert got["GATE-2"].verdict == "deviates"
+    assert got["GATE-2"].references == ["kubernetes/kubernetes#1"]
+
+
+def test_an_observation_is_reported_as_observed():
+    got = by_id([record("t::mig", "passed", ["MIXED-3"], [("MIXED-3", "observed", "double-booked: no")])])
+    assert got["MIXED-3"].verdict == "observed" and got["MIXED-3"].reasons == ["t::mig: double-booked: no"]
+
+
+def test_a_test_broken_before_its_checks_is_an_error_not_a_failure_of_every_cited_id():
+    got = by_id([record("t::x", "failed", ["ALLOC-1", "CTR-1"], [("ALLOC-1", "passed")],
+                        message="Traceback...\nApiException: 500")])
+    assert got["ALLOC-1"].verdict == "passed"
+    assert got["CTR-1"].verdict == "error"
+    assert "ended before checking it: ApiException: 500" in got["CTR-1"].reasons[0]
+
+
+def test_ids_after_a_failed_stop_check_are_not_tested_not_errors():
+    got = by_id([record("t::x", "failed", ["NAME-1", "CTR-1"], [("NAME-1", "failed", "pod never Running")])])
+    assert got["NAME-1"].verdict == "failed"
+    assert got["CTR-1"].verdict == "not tested" and "stopped at failed NAME-1" in got["CTR-1"].reasons[0]
+
+
+def test_version_applicability_comes_from_the_catalogue():
+    # ALLOC-1 applies everywhere the gate is on; GATE-1 needs the gate off, which 1.37 cannot do.
+    got = by_id([record("t::g", "passed", ["GATE-1"], [("GATE-1", "passed")])])
+    assert got["GATE-1"].verdict == "not applicable" and "1.37" in got["GATE-1"].reasons[0]
+
+
+def test_a_failed_check_is_never_hidden_by_applicability():
+    got = by_id([record("t::g", "failed", ["GATE-1"], [("GATE-1", "failed", "boom")])])
+    assert got["GATE-1"].verdict == "failed"
+
+
+def test_skipped_for_a_reason_is_not_applicable_with_that_reason():
+    got = by_id([record("t::p", "skipped", ["CTR-1"], message="not applicable: profile cannot ...", when="setup")])
+    assert got["CTR-1"].verdict == "not applicable" and got["CTR-1"].reasons == ["not applicable: profile cannot ..."]
+
+
+def test_write_counts_every_verdict_and_shows_stage_errors(tmp_path):
+    context = {**V137, "target": "kep5004-dra-1-37", "stages": [{"stage": "create dra", "error": "kind failed"}],
+               "preflight": [{"name": "deviceclass", "verdict": "failed", "detail": "no extendedResourceName"}]}
+    counts = summary.write([record("t::a", "passed", ["ALLOC-1"], [("ALLOC-1", "passed")])], tmp_path, context)
+    assert counts["passed"] == 1 and sum(counts.values()) == len(json.loads(
+        (tmp_path / "summary.json").read_text())["requirements"])
+    text = (tmp_path / "summary.md").read_text()
+    assert "create dra ? s (error: kind failed)" in text
+    assert "preflight deviceclass: failed (no extendedResourceName)" in text
