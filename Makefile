@@ -12,7 +12,7 @@ VERSIONS ?=
 # The CI tier (make test) builds and runs only the default pinned version.
 DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEFAULT)
 
-.PHONY: venv protos host toolchain images unit test conformance bench clean-clusters
+.PHONY: venv protos host toolchain images unit test conformance selfcheck bench clean-clusters
 
 venv: $(DEPS_STAMP)
 # Only the dependencies go into the shared venv; the project itself always runs from this
@@ -53,6 +53,11 @@ test: images
 
 conformance: images
 	$(PY) -m conformance.run $(ARGS)
+
+# Does the suite catch a broken driver by name? Each fake-driver defect mode, on the default version.
+selfcheck: VERSIONS = $(DEFAULT_VERSION)
+selfcheck: images
+	$(PY) -m conformance.selfcheck $(ARGS)
 
 # Side-by-side measurements (DRA vs device plugin) on a mixed kind cluster; prints ratios.
 bench: images

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.catalogue import requirement
-from conformance.lib import pods, scenario
+from conformance.lib import driver_state, pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.special_claim import claim_status, claims_owned_by, plain_init_containers, request_naming, special_claim
 from conformance.lib.workloads import probe_container
@@ -47,16 +47,18 @@ def test_one_special_claim_per_pod_with_several_containers(target: Target, check
         assert len(devices) == 3, f"the pod should use 3 devices in total, the claim holds {devices}"
 
 
-@pytest.mark.requirement("CLAIM-5")
+@pytest.mark.requirement("CLAIM-5", "KUBELET-1")
 def test_deleting_the_pod_deletes_its_claim(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("doomed", [
         pods.container("main", p.workload_image, {p.extended_resource_name: 1})]))
-    claim_name = served.claim["metadata"]["name"]
+    claim_name, claim_uid = served.claim["metadata"]["name"], served.claim["metadata"]["uid"]
     api.delete("v1", "Pod", "doomed", namespace)
     pods.wait_gone(api, "v1", "Pod", "doomed", namespace, timeout=120)  # a prerequisite (the kubelet stops it)
     with check("CLAIM-5"):
         pods.wait_gone(api, RESOURCE, "ResourceClaim", claim_name, namespace, timeout=180)
+    # KUBELET-1's second half: the driver was asked to unprepare the claim, and did.
+    driver_state.check_released(api, p, check, "KUBELET-1", served.pod["spec"]["nodeName"], [claim_uid])
 
 
 @pytest.mark.requirement("CLAIM-6")

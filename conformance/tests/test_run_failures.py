@@ -1,0 +1,94 @@
+"""The runner never hides a failure: failing stages, signals, setup errors and interrupts all
+end non-zero with a summary, JUnit and bundle, and nothing left behind (no cluster needed)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusters import lifecycle
+from clusters.images import BuiltImages
+from conformance import run
+
+
+class FakeCluster:
+    def __init__(self, name: str) -> None:
+        self.name, self.kubeconfig, self.exported = name, Path("/nonexistent"), []
+
+    def kubectl(self, *args: str, input: str | None = None) -> str:
+        return ""
+
+    def export_logs(self, dest: Path) -> Path:
+        self.exported.append(dest)
+        return dest
+
+
+@pytest.fixture
+def kind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
+    """A kind mode where clusters are fakes and stages are scripted; records what was deleted."""
+    state: dict = {"deleted": [], "clusters": [], "codes": [0], "ensure_error": None, "driver_error": None}
+
+    def ensure(spec, images, failure_logs=None):
+        if state["ensure_error"]:
+            raise state["ensure_error"]
+        cluster = FakeCluster(spec.name)
+        state["clusters"].append(cluster)
+        return cluster
+
+    def install(*args, **kwargs):
+        if state["driver_error"]:
+            raise state["driver_error"]
+        return True
+
+    monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({})))
+    monkeypatch.setattr(lifecycle, "ensure", ensure)
+    monkeypatch.setattr(lifecycle, "delete", lambda name: state["deleted"].append(name))
+    monkeypatch.setattr(run, "install_and_check_driver", install)
+    monkeypatch.setattr(run, "main_stages", lambda kubeconfig, args, out: list(state["codes"]))
+    state["out"] = tmp_path
+    return state
+
+
+def run_kind(state: dict) -> int:
+    return run.main(["--k8s-versions", "1.37", "--no-mixed", "--out", str(state["out"])])
+
+
+def stages(state: dict) -> list[dict]:
+    return json.loads((state["out"] / "kep5004-dra-137" / "summary.json").read_text())["context"]["stages"]
+
+
+def test_green_stage_exits_zero_and_deletes_the_cluster(kind):
+    assert run_kind(kind) == 0
+    assert kind["deleted"] == ["kep5004-dra-137"]
+
+
+@pytest.mark.parametrize("code", [1, -9])  # a failure, and pytest killed by SIGKILL
+def test_failed_or_killed_stage_fails_the_run(kind, code):
+    kind["codes"] = [0, code]
+    assert run_kind(kind) == 1
+    assert kind["clusters"][0].exported, "a failed stage exports the cluster's logs"
+
+
+def test_cluster_creation_error_is_a_stage_error_with_summary_junit_and_bundle(kind):
+    kind["ensure_error"] = RuntimeError("kind create failed")
+    assert run_kind(kind) == 1
+    assert stages(kind) == [{"stage": "dra cluster", "seconds": 0, "error": "RuntimeError: kind create failed"}]
+    out = kind["out"] / "kep5004-dra-137"
+    assert "kind create failed" in (out / "junit-dra-cluster.xml").read_text()
+    assert (kind["out"] / "kep5004-dra-137.tar.gz").exists()
+    assert "error: RuntimeError: kind create failed" in (out / "summary.md").read_text()
+
+
+def test_driver_error_deletes_the_cluster_it_made(kind):
+    kind["driver_error"] = TimeoutError("no slices")
+    assert run_kind(kind) == 1
+    assert kind["deleted"] == ["kep5004-dra-137"]
+    assert stages(kind)[0]["stage"] == "dra driver"
+
+
+def test_interrupt_writes_a_partial_summary_deletes_and_exits_130(kind):
+    kind["driver_error"] = KeyboardInterrupt()
+    assert run_kind(kind) == 130
+    assert kind["deleted"] == ["kep5004-dra-137"]
+    assert stages(kind) == [{"stage": "dra driver", "seconds": 0, "error": "interrupted"}]
