@@ -55,6 +55,9 @@ EXPECTED: dict[str, Expectation] = {
 }
 
 
+BASELINE = "(no defect)"
+
+
 @dataclass(frozen=True)
 class Outcome:
     defect: str
@@ -64,12 +67,18 @@ class Outcome:
     preflight_failed: list[str]
     seconds: float
 
+    @property
+    def result(self) -> str:
+        if self.defect == BASELINE:
+            return "clean" if self.killed else "NOT CLEAN"
+        return "killed" if self.killed else "SURVIVED"
+
     def row(self, expected: Expectation) -> str:
         want = ", ".join(sorted(expected.failed)) or f"preflight {expected.preflight}"
         area, effect = DEFECTS.get(self.defect, ("-", "no defect"))
         return (f"| {self.defect} | {area} | {effect} | {want} | {', '.join(self.failed) or '-'} | "
                 f"{', '.join(self.preflight_failed) or '-'} | {', '.join(self.errors) or '-'} | "
-                f"{'killed' if self.killed else 'SURVIVED'} | {self.seconds:.0f} s |")
+                f"{self.result} | {self.seconds:.0f} s |")
 
 
 def defect_profile(base: profiles.Profile, defect: str | None, dest: Path) -> Path:
@@ -83,19 +92,21 @@ def defect_profile(base: profiles.Profile, defect: str | None, dest: Path) -> Pa
     return path
 
 
-def judge(defect: str | None, expected: Expectation, out: Path, seconds: float) -> Outcome:
+def judge(defect: str | None, expected: Expectation, out: Path, code: int, seconds: float) -> Outcome:
+    """Killed: the run failed (exit 1, not a usage error or an interrupt) with exactly the expected
+    IDs failed, no error; the baseline (no defect) must pass cleanly."""
     report = json.loads((out / "existing" / "summary.json").read_text())
     verdicts = {r["id"]: r["verdict"] for r in report["requirements"]}
     failed = sorted(rid for rid, v in verdicts.items() if v == "failed")
     errors = sorted(rid for rid, v in verdicts.items() if v == "error")
     preflight_failed = [p["name"] for p in report["context"].get("preflight", []) if p["verdict"] == "failed"]
     if defect is None:
-        killed = not failed and not errors and not preflight_failed  # the baseline must be clean
+        killed = code == 0 and not failed and not errors and not preflight_failed  # the baseline must be clean
     elif expected.preflight:
-        killed = any(expected.preflight in name for name in preflight_failed) and not errors
+        killed = code == 1 and any(expected.preflight in name for name in preflight_failed) and not errors
     else:
-        killed = set(failed) == expected.failed and not errors and not preflight_failed
-    return Outcome(defect or "(none)", killed, failed, errors, preflight_failed, seconds)
+        killed = code == 1 and set(failed) == expected.failed and not errors and not preflight_failed
+    return Outcome(defect or BASELINE, killed, failed, errors, preflight_failed, seconds)
 
 
 def run_one(kubeconfig: Path, base: profiles.Profile, defect: str | None, expected: Expectation,
@@ -104,17 +115,17 @@ def run_one(kubeconfig: Path, base: profiles.Profile, defect: str | None, expect
     # A clean slate: the previous defect's DaemonSets and DeviceClasses go first.
     driver_setup.uninstall_fake_driver(lifecycle.kubectl_runner(kubeconfig), base, BuiltImages.load().driver)
     started = time.monotonic()
-    runner.main(["--kubeconfig", str(kubeconfig), "--profile", str(profile_path), "-k", expected.tests,
-                 "--out", str(out), "--timeout-scale", str(args.timeout_scale)])
-    outcome = judge(defect, expected, out, time.monotonic() - started)
-    print(f"[selfcheck] {outcome.defect}: {'killed' if outcome.killed else 'SURVIVED'} "
-          f"(failed {outcome.failed}, errors {outcome.errors}, preflight {outcome.preflight_failed})", flush=True)
+    code = runner.main(["--kubeconfig", str(kubeconfig), "--profile", str(profile_path), "-k", expected.tests,
+                        "--out", str(out), "--timeout-scale", str(args.timeout_scale)])
+    outcome = judge(defect, expected, out, code, time.monotonic() - started)
+    print(f"[selfcheck] {outcome.defect}: {outcome.result} (exit {code}, failed {outcome.failed}, "
+          f"errors {outcome.errors}, preflight {outcome.preflight_failed})", flush=True)
     return outcome
 
 
 def write_table(outcomes: list[tuple[Expectation, Outcome]], path: Path, version: str) -> str:
-    killed = sum(o.killed for e, o in outcomes if o.defect != "(none)")
-    total = sum(1 for _, o in outcomes if o.defect != "(none)")
+    killed = sum(o.killed for e, o in outcomes if o.defect != BASELINE)
+    total = sum(1 for _, o in outcomes if o.defect != BASELINE)
     lines = [f"# Self-check on Kubernetes {version}: {killed}/{total} defects killed by name", "",
              "| defect | area | what breaks | must fail | failed | preflight failed | errors | result | time |",
              "|---|---|---|---|---|---|---|---|---|", *(o.row(e) for e, o in outcomes)]

@@ -5,16 +5,21 @@ format (see docs/profiles.md) and the suite runs unchanged against it.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from jsonschema import Draft202012Validator
 
 from clusters.paths import REPO_ROOT
+from fake_driver.defects import DEFECTS
 
 PROFILES_DIR = REPO_ROOT / "fixtures" / "profiles"
-DEPLOY_MODES = ("fake-driver", "preinstalled")
+# JSON Schema rather than a model library: the schema file doubles as documentation that
+# vendors' editors can validate their profiles with, and jsonschema reports every error with its path.
+SCHEMA = PROFILES_DIR / "profile.schema.json"
 EXTENDED_RESOURCE_NAME = re.compile(r"^(?!kubernetes\.io/|requests\.)[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
@@ -75,66 +80,69 @@ class Profile:
 
 
 def load(name_or_path: str) -> Profile:
-    """A profile by name (fixtures/profiles/<name>.yaml) or by path; errors say what is wrong."""
+    """A profile by name (fixtures/profiles/<name>.yaml) or by path. Every problem of a bad
+    profile is reported at once, each with its path in the document, before anything is created."""
     path = Path(name_or_path)
     if not path.suffix:
         path = PROFILES_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
         raise ProfileError(f"profile {name_or_path!r} not found (known profiles: {known}; or give a path)")
-    raw = yaml.safe_load(path.read_text()) or {}
     try:
-        return _parse(raw, path)
-    except KeyError as missing:
-        raise ProfileError(f"{path}: missing field {missing}") from None
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ProfileError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
+    problems = schema_problems(raw) or _semantic_problems(raw)
+    if problems:
+        raise ProfileError(f"{path}: {len(problems)} problem(s):\n" + "\n".join(f"  - {p}" for p in problems))
+    return _parse(raw, path)
+
+
+def schema_problems(raw: object) -> list[str]:
+    """What fixtures/profiles/profile.schema.json says is wrong, as `path: message` lines."""
+    validator = Draft202012Validator(json.loads(SCHEMA.read_text()))
+    errors = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
+    return [f"{'.'.join(str(p) for p in e.absolute_path) or '(top level)'}: {e.message}" for e in errors]
+
+
+def _semantic_problems(raw: dict) -> list[str]:
+    """What a schema cannot say: valid regular expressions with the right groups, a valid
+    extended resource name, known self-check defects."""
+    problems = []
+    if not EXTENDED_RESOURCE_NAME.match(raw["extendedResourceName"]):
+        problems.append(f"extendedResourceName: {raw['extendedResourceName']!r} is not a valid extended resource name")
+    patterns = {"probe.pattern": (raw["probe"]["pattern"], "id"),
+                **{f"probe.channels.{n}": (t, "id") for n, t in (raw["probe"].get("channels") or {}).items()}}
+    if "nodeState" in raw:
+        patterns["nodeState.pattern"] = (raw["nodeState"]["pattern"], "uid")
+    for where, (text, group) in patterns.items():
+        try:
+            if group not in re.compile(text).groupindex:
+                problems.append(f"{where}: needs a named group (?P<{group}>...)")
+        except re.error as err:
+            problems.append(f"{where}: not a valid regular expression: {err}")
+    unknown = sorted(set((raw.get("fakeDriver") or {}).get("defects", [])) - set(DEFECTS))
+    if unknown:
+        problems.append(f"fakeDriver.defects: unknown {', '.join(unknown)} (known: {', '.join(DEFECTS)})")
+    return problems
 
 
 def _parse(raw: dict, path: Path) -> Profile:
-    deploy = raw.get("deploy", "preinstalled")
-    if deploy not in DEPLOY_MODES:
-        raise ProfileError(f"{path}: deploy must be one of {DEPLOY_MODES}, not {deploy!r}")
-    ern = raw["extendedResourceName"]
-    if not EXTENDED_RESOURCE_NAME.match(ern):
-        raise ProfileError(f"{path}: extendedResourceName {ern!r} is not a valid extended resource name")
-    count = raw["devicesPerNode"]
-    if not isinstance(count, int) or count < 1:
-        raise ProfileError(f"{path}: devicesPerNode must be a positive integer, not {count!r}")
-    probe = raw["probe"]
-    pattern = _id_pattern(probe["pattern"], f"{path}: probe.pattern")
-    channels = tuple((name, _id_pattern(text, f"{path}: probe.channels.{name}"))
-                     for name, text in (probe.get("channels") or {}).items())
-    selectors = raw.get("nodeSelector", {})
+    probe, selectors = raw["probe"], raw["nodeSelector"]
+    state = raw.get("nodeState")
     return Profile(
         name=raw["name"], driver=raw["driver"], device_class=raw["deviceClass"],
-        extended_resource_name=ern, devices_per_node=count,
-        dra_node_selector=dict(selectors.get("dra", {})),
+        extended_resource_name=raw["extendedResourceName"], devices_per_node=raw["devicesPerNode"],
+        dra_node_selector=dict(selectors["dra"]),
         device_plugin_node_selector=dict(selectors.get("devicePlugin", {})),
-        deploy=deploy, workload_image=raw["workloadImage"],
-        probe=Probe(tuple(probe["command"]), pattern, probe["deviceIdAttribute"], channels),
+        deploy=raw.get("deploy", "preinstalled"), workload_image=raw["workloadImage"],
+        probe=Probe(tuple(probe["command"]), re.compile(probe["pattern"], re.MULTILINE), probe["deviceIdAttribute"],
+                    tuple((n, re.compile(t, re.MULTILINE)) for n, t in (probe.get("channels") or {}).items())),
         source=path,
         driver_namespace=raw.get("driverPods", {}).get("namespace"),
         driver_selector=raw.get("driverPods", {}).get("selector"),
         fake_driver_inventory=raw.get("fakeDriver", {}).get("inventory", "generic"),
         fake_driver_defects=tuple(raw.get("fakeDriver", {}).get("defects", ())),
-        node_state=_node_state(raw.get("nodeState"), path),
+        node_state=state and NodeState(tuple(state["command"]), re.compile(state["pattern"], re.MULTILINE),
+                                       state["podSelector"]),
     )
-
-
-def _id_pattern(text: str, where: str) -> re.Pattern[str]:
-    try:
-        pattern = re.compile(text, re.MULTILINE)
-    except re.error as err:
-        raise ProfileError(f"{where} is not a valid regular expression: {err}") from None
-    if "id" not in pattern.groupindex:
-        raise ProfileError(f"{where} needs a named group (?P<id>...)")
-    return pattern
-
-
-def _node_state(raw: dict | None, path: Path) -> NodeState | None:
-    if raw is None:
-        return None
-    pattern = re.compile(raw["pattern"], re.MULTILINE)
-    if "uid" not in pattern.groupindex:
-        raise ProfileError(f"{path}: nodeState.pattern needs a named group (?P<uid>...)")
-    return NodeState(tuple(raw["command"]), pattern, raw["podSelector"])
-
