@@ -63,8 +63,10 @@ def test_each_container_sees_exactly_its_devices(target: Target, check: Checks, 
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod(f"layout-{layout.lower()}", containers))
     seen, mapped = _probe(api, p, served.pod, list(asked)), _mapped(api, p, served)
     shown = lambda: pods.observed("", served.pod, served.claim)  # noqa: E731 - evaluated only on failure
+    # KUBELET-2 is about which container gets the CDI devices of which requests: the counts. Which
+    # devices they are is the driver's (CTR-1, checked against the claim by verify_served).
     with check("KUBELET-2", observed=shown):
-        assert all(seen[n] == mapped.get(n) and len(seen[n]) == k for n, k in asked.items()), \
+        assert all(len(seen[n]) == len(mapped.get(n, [])) == k for n, k in asked.items()), \
             f"containers see {seen}; the requests mapped to them hold {mapped}; asked {asked}"
     with check("CTR-1", observed=shown):
         assert not _shared(seen), f"devices seen by more than one container: {_shared(seen)}; seen {seen}"
@@ -124,7 +126,7 @@ def test_container_without_request_sees_no_device(target: Target, check: Checks,
     gpu, mapped = probe_container(api, p, served.pod, "gpu").device_ids, _mapped(api, p, served).get("gpu")
     with check("KUBELET-2", observed=lambda: pods.observed("", served.pod, served.claim)):
         assert _sees_none(p, plain), f"container plain, without a request, sees: {plain.raw.strip()[:400]!r}"
-        assert len(gpu) == 1 and gpu == mapped, f"container gpu sees {gpu}, its mapped request holds {mapped}"
+        assert len(gpu) == len(mapped or []) == 1, f"container gpu sees {gpu}, its mapped request holds {mapped}"
 
 
 def _allocation(api: Api, pod: Obj) -> tuple[Obj | None, str | None, Obj | None, Obj | None]:
