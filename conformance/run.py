@@ -203,7 +203,7 @@ def run_preflight(api: Api, profile: profiles.Profile, context: dict, args: argp
 def install_and_check_driver(api: Api, kubectl: Callable[..., str], profile: profiles.Profile,
                              images: BuiltImages | None, context: dict, args: argparse.Namespace, out: Path,
                              stage: str) -> bool:
-    if profile.deploy == "fake-driver":
+    if profile.deploy == "fake-driver" and (images or args.install_fake_driver):
         log(f"{stage}: deploying the fake driver")
         driver_setup.deploy_fake_driver(kubectl, profile, (images or BuiltImages.load()).driver)
     describe(api, context)
@@ -268,10 +268,10 @@ def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
     started, out = time.monotonic(), fresh(args.out / "existing")
     context = base_context("existing", profile, server, None)
     passed = False
+    kubectl = lifecycle.kubectl_runner(args.kubeconfig)
     try:
         with StageLog(out).step("driver", out):
-            ready = install_and_check_driver(api, lifecycle.kubectl_runner(args.kubeconfig), profile, None, context,
-                                             args, out, "existing")
+            ready = install_and_check_driver(api, kubectl, profile, None, context, args, out, "existing")
         codes = main_stages(args.kubeconfig, args, out)
         # The mixed tests need nodes that serve the name through a device plugin.
         selector = ",".join(f"{k}={v}" for k, v in profile.device_plugin_node_selector.items())
@@ -282,13 +282,20 @@ def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
         log(f"existing cluster: {type(err).__name__}: {err}")
     finally:
         finish(out, context, started)
+        if args.install_fake_driver and not args.keep:  # what the suite installed, it removes
+            log("removing the fake driver the suite installed")
+            driver_setup.uninstall_fake_driver(kubectl, profile, BuiltImages.load().driver)
     return 0 if passed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m conformance.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--profile", default="fake-gpu", help="driver profile name (fixtures/profiles) or path")
+    p.add_argument("--profile", help="driver profile name (fixtures/profiles) or path; required with --kubeconfig "
+                                     "(kind mode: fake-gpu)")
+    p.add_argument("--install-fake-driver", action="store_true",
+                   help="with --kubeconfig: install the project's fake driver (a deploy: fake-driver profile) into "
+                        "that cluster to try the suite out; removed again at the end unless --keep")
     p.add_argument("--kubeconfig", type=Path, help="run against this existing cluster; no kind cluster is made")
     p.add_argument("--k8s-versions", default="", help="kind mode: comma-separated versions (default: all pinned)")
     p.add_argument("--feature-gates", default="", help="kind mode: gate overrides, e.g. DRAExtendedResource=false")
@@ -310,7 +317,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         set_timeout_scale(args.timeout_scale)
+        if args.kubeconfig and not args.profile:
+            raise CommandError("--kubeconfig needs --profile: the suite must be told which driver it certifies")
+        args.profile = args.profile or "fake-gpu"
         profile = profiles.load(args.profile)  # a bad profile stops us before anything is created
+        if args.kubeconfig and profile.deploy == "fake-driver" and not args.install_fake_driver:
+            raise CommandError(f"profile {profile.name} describes the project's fake driver; pass --install-fake-driver "
+                               "to install it into this cluster, or give your driver's profile (deploy: preinstalled)")
         return on_existing(args, profile) if args.kubeconfig else on_kind(args, profile)
     except (profiles.ProfileError, TopologyError, UnknownVersionError, ImagesMissingError, CommandError,
             ValueError) as err:

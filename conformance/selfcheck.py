@@ -123,7 +123,8 @@ def run_one(kubeconfig: Path, base: profiles.Profile, defect: str | None, expect
     wait_for(lambda: not driver_setup.published_devices(api, base), timeout=120, what=f"{base.driver}'s ResourceSlices gone",
              describe=lambda: str(dict(driver_setup.published_devices(api, base))))
     started = time.monotonic()
-    code = runner.main(["--kubeconfig", str(kubeconfig), "--profile", str(profile_path), "-k", expected.tests,
+    code = runner.main(["--kubeconfig", str(kubeconfig), "--profile", str(profile_path), "--install-fake-driver",
+                        "-k", expected.tests,
                         "--out", str(out), "--timeout-scale", str(args.timeout_scale)])
     outcome = judge(defect, expected, out, code, time.monotonic() - started)
     print(f"[selfcheck] {outcome.defect}: {outcome.result} (exit {code}, failed {outcome.failed}, "

@@ -92,3 +92,11 @@ def test_interrupt_writes_a_partial_summary_deletes_and_exits_130(kind):
     assert run_kind(kind) == 130
     assert kind["deleted"] == ["kep5004-dra-137"]
     assert stages(kind) == [{"stage": "dra driver", "seconds": 0, "error": "interrupted"}]
+
+
+def test_existing_cluster_mode_needs_a_profile_and_installs_nothing_unasked(tmp_path, capsys):
+    kubeconfig = tmp_path / "kubeconfig"
+    assert run.main(["--kubeconfig", str(kubeconfig)]) == 2
+    assert "--kubeconfig needs --profile" in capsys.readouterr().err
+    assert run.main(["--kubeconfig", str(kubeconfig), "--profile", "fake-gpu"]) == 2
+    assert "pass --install-fake-driver" in capsys.readouterr().err
