@@ -3,8 +3,8 @@
 Only evaluated checks decide a verdict (conformance/lib/checks.py): a test that cites an ID
 but never checked it on this run credits nothing. Per ID, the worst outcome across tests
 wins (failed, error, deviates, passed, observed); an ID the catalogue does not apply to the
-server's version or gate state is `not applicable` with the catalogue's reason, unless a
-check of it failed.
+server's version is `not applicable` with the catalogue's reason, unless a check of it failed;
+one that needs another gate state is so only when no check of it ran (stages switch the gate).
 """
 from __future__ import annotations
 
@@ -81,7 +81,10 @@ def verdicts(records: list[dict], context: dict | None = None) -> list[Verdict]:
         applies, why = req.applies_to(minor, context.get("gate_enabled")) if minor else (True, "")
         if found:
             verdict, reasons, refs = _verdict_from_checks(found)
-        if not applies and verdict != FAILED:
+        # The gate state can change within a run (the gate-cycle stage switches it off): a gate
+        # requirement evaluated on a version it covers keeps its verdict; the version range decides.
+        evaluated_in_range = bool(found) and minor is not None and minor in req.versions
+        if not applies and verdict != FAILED and not evaluated_in_range:
             verdict, reasons, refs = NOT_APPLICABLE, [why], []
         elif verdict == NOT_TESTED and req.id in unevaluated:
             verdict, reasons = _unevaluated(unevaluated[req.id], checks)

@@ -75,6 +75,13 @@ def test_version_applicability_comes_from_the_catalogue():
     assert got["GATE-1"].verdict == "not applicable" and "1.37" in got["GATE-1"].reasons[0]
 
 
+def test_a_gate_off_requirement_checked_by_the_gate_cycle_keeps_its_verdict():
+    checked = by_id([record("t::g", "passed", ["GATE-1"], [("GATE-1", "passed")])], {"server": "v1.36.3"})
+    unchecked = by_id([], {"server": "v1.36.3"})
+    assert checked["GATE-1"].verdict == "passed"
+    assert unchecked["GATE-1"].verdict == "not applicable" and "needs DRAExtendedResource off" in unchecked["GATE-1"].reasons[0]
+
+
 def test_a_failed_check_is_never_hidden_by_applicability():
     got = by_id([record("t::g", "failed", ["GATE-1"], [("GATE-1", "failed", "boom")])])
     assert got["GATE-1"].verdict == "failed"
