@@ -30,7 +30,7 @@ from clusters.shell import CommandError
 from clusters.topology import ClusterSpec, TopologyError, parse_gates
 from clusters.versions import KubeVersion, UnknownVersionError, gate_stage, resolve, supported_versions
 from conformance.lib import driver_setup, preflight, profile as profiles
-from conformance.report import summary
+from conformance.report import coverage, summary
 from kube.api import Api
 from kube.features import VERSIONS, DRAExtendedResource
 from kube.waits import WaitTimeout, set_timeout_scale
@@ -245,9 +245,11 @@ def on_kind(args: argparse.Namespace, profile: profiles.Profile) -> int:
     gates = parse_gates(args.feature_gates)
     versions = [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions()
     passed = True
+    outs: list[Path] = []
     for version in versions:
         started = time.monotonic()
         out = fresh(args.out / ClusterSpec("dra", version, gates=gates).name)
+        outs.append(out)
         context = base_context(out.name, profile, version.tag, gates.get(DRAExtendedResource))
         try:
             for topology, stage in kind_plan(version, args, gates):
@@ -255,6 +257,8 @@ def on_kind(args: argparse.Namespace, profile: profiles.Profile) -> int:
                                           args, out, context)
         finally:  # after an interrupt too: the partial summary shows the interrupted stage
             finish(out, context, started)
+            (args.out / "coverage.md").write_text(coverage.table([json.loads((o / "summary.json").read_text())
+                                                                   for o in outs]))
     return 0 if passed else 1
 
 

@@ -101,3 +101,15 @@ def test_write_counts_every_verdict_and_shows_stage_errors(tmp_path):
     text = (tmp_path / "summary.md").read_text()
     assert "create dra ? s (error: kind failed)" in text
     assert "preflight deviceclass: failed (no extendedResourceName)" in text
+
+
+def test_coverage_table_has_a_column_per_run(tmp_path):
+    from conformance.report.coverage import table
+    runs = []
+    for server in ("v1.36.3", "v1.37.2"):
+        summary.write([record("t::a", "passed", ["ALLOC-1"], [("ALLOC-1", "passed")])], tmp_path,
+                      {"server": server, "profile": "fake-gpu"})
+        runs.append(json.loads((tmp_path / "summary.json").read_text()))
+    text = table(runs)
+    assert "| ALLOC-1 | No overcommitment of devices | pass | pass |" in text
+    assert "v1.36.3 (fake-gpu)" in text and "v1.37.2 (fake-gpu)" in text
