@@ -19,7 +19,7 @@ from conformance.lib.special_claim import IMPLICIT_PREFIX, RESOURCE_API, allocat
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
 from kube.api import Api, Obj
-from kube.waits import WaitTimeout
+from kube.waits import WaitTimeout, wait_for
 
 # Deleting or clearing the losing class of a shared explicit name can drop the winner's mapping.
 BUG_5 = next(b for b in catalogue().bugs if b.id == "BUG-5")
@@ -98,8 +98,16 @@ def test_deleting_the_losing_class_keeps_the_winner(target: Target, check: Check
     pods.wait_gone(api, RESOURCE_API, "DeviceClass", older, None, timeout=60)
     pods.wait_elapsed(2)  # for the scheduler to see the deletion before the pod
     api.create(pods.pod("dup-after", [pods.container("main", p.workload_image, {shared: 1})]), namespace)
+    # Running, or reported Unschedulable first (the bug's signature; then a short grace period
+    # for a scheduler that was merely late), so that a buggy cluster does not cost the full timeout.
+    with check("NAME-3", stop=True):
+        wait_for(lambda: (found := api.get("v1", "Pod", "dup-after", namespace)) and (
+            (found.get("status") or {}).get("phase") == "Running"
+            or pods.condition(found, "PodScheduled").get("reason") == "Unschedulable"),
+            timeout=120, what="pod dup-after to run or be reported Unschedulable",
+            describe=lambda: pods.summary(api, namespace, "dup-after"))
     try:
-        pod = pods.wait_running(api, namespace, "dup-after", timeout=120)
+        pod = pods.wait_running(api, namespace, "dup-after", timeout=30)
     except WaitTimeout as err:
         stuck = f"after the losing class {older} was deleted, {shared} no longer served by {newer}: {err}"
         if target.minor in BUG_5.versions:  # a known upstream bug there, not the driver's or the test's
