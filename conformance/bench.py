@@ -22,7 +22,7 @@ from clusters.images import BuiltImages
 from clusters.topology import MODE_LABEL, ClusterSpec
 from clusters.versions import resolve
 from conformance.lib import driver_setup, pods
-from conformance.lib.profile import load
+from conformance.lib.profile import Profile, load
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
@@ -37,12 +37,12 @@ def bound_to_running(pod: Obj) -> float:
     return started - scheduled
 
 
-def batch(api: Api, ns: str, image: str, name: str, mode: str, count: int) -> tuple[list[float], float]:
+def batch(api: Api, ns: str, profile: Profile, name: str, mode: str, count: int) -> tuple[list[float], float]:
     """Create `count` one-GPU pods pinned to the node of `mode`; per-pod latency and batch wall time."""
     start = time.monotonic()
     names = [f"{mode}-{uuid.uuid4().hex[:6]}" for _ in range(count)]
     for n in names:
-        p = pods.pod(n, [pods.container("main", image, {name: 1}, command="sleep 3600")])
+        p = pods.pod(n, [pods.container("main", profile, {name: 1}, command="sleep 3600")])
         p["spec"]["nodeSelector"] = {MODE_LABEL: mode}
         api.create(p, ns)
     done = [pods.wait_running(api, ns, n, timeout=300) for n in names]
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         wall: dict[str, list[float]] = {"dra": [], "device-plugin": []}
         for r in range(args.rounds):
             for mode in (("dra", "device-plugin") if r % 2 == 0 else ("device-plugin", "dra")):
-                l, w = batch(api, ns, profile.workload_image, profile.extended_resource_name, mode, args.pods)
+                l, w = batch(api, ns, profile, profile.extended_resource_name, mode, args.pods)
                 lat[mode] += l
                 wall[mode].append(w)
                 print(f"round {r + 1} {mode:13s}: bound->running median {statistics.median(l):.2f} s, "

@@ -6,6 +6,7 @@ import time
 import uuid as _uuid
 
 from conformance.lib.checks import Checks
+from conformance.lib.profile import Profile
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices
 from kube.api import Api, Obj
 from kube.waits import holds_for, wait_for
@@ -13,10 +14,12 @@ from kube.waits import holds_for, wait_for
 SLEEP = "trap 'exit 0' TERM; sleep 3600 & wait"
 
 
-def container(name: str, image: str, resources: dict[str, int], command: str = "", restart_always: bool = False) -> Obj:
-    """A container asking for `resources` the usual way: integer limits only."""
-    c: Obj = {"name": name, "image": image, "imagePullPolicy": "IfNotPresent",
-              "command": ["sh", "-c", command or f"fake-gpu-probe; {SLEEP}"],
+def container(name: str, profile: Profile, resources: dict[str, int], command: str = "",
+              restart_always: bool = False) -> Obj:
+    """A container of the profile's workload image asking for `resources` the usual way (integer
+    limits only); by default it runs the profile's probe, then sleeps."""
+    c: Obj = {"name": name, "image": profile.workload_image, "imagePullPolicy": "IfNotPresent",
+              "command": ["sh", "-c", command or f"{profile.probe.shell}; {SLEEP}"],
               "resources": {"limits": {k: str(v) for k, v in resources.items()}}}
     if restart_always:
         c["restartPolicy"] = "Always"

@@ -38,7 +38,7 @@ def _written_at(obj: Obj, *path: str) -> str | None:
                          "STATUS-1", "STATUS-2", "CTR-1")
 def test_pod_asking_for_two_devices_runs_with_them(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
-    pod = pods.pod("gpu-2", [pods.container("main", p.workload_image, {p.extended_resource_name: 2})])
+    pod = pods.pod("gpu-2", [pods.container("main", p, {p.extended_resource_name: 2})])
     served = scenario.run_pod_and_verify(target, check, namespace, pod)
     pod, claim = served.pod, served.claim
     status = claim_status(pod)
@@ -90,7 +90,7 @@ def test_more_devices_than_any_node_has_stays_pending(target: Target, check: Che
         check.not_applicable("ALLOC-2", f"a node publishes {want - 1} devices: asking for more would hit the "
                                         f"{CLAIM_LIMIT}-device claim limit (ALLOC-3) rather than too few devices")
         return
-    api.create(pods.pod("too-many", [pods.container("main", p.workload_image, {p.extended_resource_name: want})]), namespace)
+    api.create(pods.pod("too-many", [pods.container("main", p, {p.extended_resource_name: want})]), namespace)
     with check("ALLOC-2", observed=lambda: pods.unscheduled_state(api, namespace, "too-many")):
         pods.wait_unschedulable(api, namespace, "too-many", timeout=90)
         pods.wait_event(api, namespace, "too-many", "FailedScheduling")
@@ -116,7 +116,7 @@ def test_more_than_32_devices_stays_pending(target: Target, check: Checks, names
                                         f"devices per node: no node publishes more than {CLAIM_LIMIT} devices, so the "
                                         f"{CLAIM_LIMIT}-device limit cannot be told apart from too few devices")
         return
-    pod = pods.pod("over-32", [pods.container("main", p.workload_image, {p.extended_resource_name: CLAIM_LIMIT + 1})])
+    pod = pods.pod("over-32", [pods.container("main", p, {p.extended_resource_name: CLAIM_LIMIT + 1})])
     # On a node that has the devices, only the claim limit can keep the pod Pending.
     pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [large[0]]}]}]}}}
@@ -144,7 +144,7 @@ def test_full_nodes_keep_a_pod_pending_until_devices_are_freed(target: Target, c
     # Largest node first, so each filler can only fit on a node nobody else uses.
     for i, count in enumerate(sorted(capacity.values(), reverse=True)):
         name = f"filler-{i}"
-        api.create(pods.pod(name, [pods.container("main", p.workload_image, {p.extended_resource_name: count})]), namespace)
+        api.create(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: count})]), namespace)
         # A prerequisite; generous: devices of pods from earlier tests may still be being released.
         pod = pods.wait_running(api, namespace, name, timeout=300)
         status = claim_status(pod) or {}
@@ -156,7 +156,7 @@ def test_full_nodes_keep_a_pod_pending_until_devices_are_freed(target: Target, c
         assert len(all_devices) == sum(capacity.values()) == len(set(all_devices)), \
             f"fillers hold {len(all_devices)} devices ({len(set(all_devices))} distinct), nodes have {capacity}: {fillers}"
 
-    api.create(pods.pod("extra", [pods.container("main", p.workload_image, {p.extended_resource_name: 1})]), namespace)
+    api.create(pods.pod("extra", [pods.container("main", p, {p.extended_resource_name: 1})]), namespace)
     pods.check_stays_unscheduled(api, check, namespace, "extra", "ALLOC-2", duration=15)
 
     freed_node, freed = fillers.pop("filler-0")
@@ -177,7 +177,7 @@ def test_own_claim_and_extended_resource_are_allocated_together(target: Target, 
     api, p = target.api, target.profile
     claim_name = f"own-{uuid.uuid4().hex[:6]}"
     api.create(pods.user_claim(claim_name, p.device_class, count=1), namespace)
-    c = pods.container("main", p.workload_image, {p.extended_resource_name: 1})
+    c = pods.container("main", p, {p.extended_resource_name: 1})
     c["resources"]["claims"] = [{"name": "own"}]
     pod = pods.pod("mixed", [c])
     pod["spec"]["resourceClaims"] = [{"name": "own", "resourceClaimName": claim_name}]

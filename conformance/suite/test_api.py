@@ -99,7 +99,7 @@ def test_invalid_extended_resource_names_are_rejected(target: Target, check: Che
 
 @pytest.mark.requirement("API-5", "NEG-3")
 def test_invalid_pod_resource_name_is_rejected(target: Target, check: Checks, namespace: str) -> None:
-    bad = pods.pod("bad-name", [pods.container("main", target.profile.workload_image, {"invalid_resource_name": 1})])
+    bad = pods.pod("bad-name", [pods.container("main", target.profile, {"invalid_resource_name": 1})])
     check_refused_as_invalid(check, ("API-5", "NEG-3"), lambda: target.api.create(bad, namespace),
                              "a pod requesting 'invalid_resource_name'")
 
@@ -116,7 +116,7 @@ QUANTITY_RULES = {
 @pytest.mark.parametrize("case", sorted(QUANTITY_RULES))
 def test_extended_resource_quantity_rules_hold(target: Target, check: Checks, namespace: str, case: str) -> None:
     ern, (limit, req) = target.profile.extended_resource_name, QUANTITY_RULES[case]
-    c = pods.container("main", target.profile.workload_image, {})
+    c = pods.container("main", target.profile, {})
     c["resources"] = {"requests": {ern: req}, **({"limits": {ern: limit}} if limit else {})}
     check_refused_as_invalid(check, ("API-5",), lambda: target.api.create(pods.pod("quantity", [c]), namespace),
                              f"a pod asking for {ern} with limit {limit} and request {req}")
@@ -125,7 +125,7 @@ def test_extended_resource_quantity_rules_hold(target: Target, check: Checks, na
 @pytest.mark.requirement("API-6")
 def test_implicit_name_accepted_in_container_resources(target: Target, check: Checks, namespace: str) -> None:
     name = "deviceclass.resource.kubernetes.io/api-6-absent.kep5004.io"  # no such class: the pod stays Pending
-    c = pods.container("main", target.profile.workload_image, {name: 2})
+    c = pods.container("main", target.profile, {name: 2})
     c["resources"]["requests"] = {name: "2"}
     with check("API-6"):
         accepted(lambda: target.api.create(pods.pod("implicit", [c]), namespace), f"a pod asking for {name}")
@@ -137,7 +137,7 @@ def test_implicit_name_accepted_in_container_resources(target: Target, check: Ch
 @pytest.mark.requirement("CTR-5")
 def test_pod_level_resources_refuse_extended_resources(target: Target, check: Checks, namespace: str) -> None:
     p = target.profile
-    bad = pods.pod("pod-level", [pods.container("main", p.workload_image, {})])
+    bad = pods.pod("pod-level", [pods.container("main", p, {})])
     bad["spec"]["resources"] = {"limits": {"cpu": "100m", p.extended_resource_name: "1"}}
     check_refused_as_invalid(check, ("CTR-5",), lambda: target.api.create(bad, namespace),
                              f"a pod with {p.extended_resource_name} in spec.resources", field="spec.resources")

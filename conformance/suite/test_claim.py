@@ -20,8 +20,8 @@ RESOURCE = "resource.k8s.io/v1"
 def test_one_special_claim_per_pod_with_several_containers(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     ern = p.extended_resource_name
-    init = [pods.container("init", p.workload_image, {ern: 1}, command="fake-gpu-probe")]
-    containers = [pods.container(n, p.workload_image, {ern: 1}) for n in ("a", "b", "c")]
+    init = [pods.container("init", p, {ern: 1}, command=p.probe.shell)]
+    containers = [pods.container(n, p, {ern: 1}) for n in ("a", "b", "c")]
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("several", containers, init=init), exact_counts=False)
     pod, claim = served.pod, served.claim
     check.observe("ALLOC-5", request_naming(pod, claim))
@@ -51,7 +51,7 @@ def test_one_special_claim_per_pod_with_several_containers(target: Target, check
 def test_deleting_the_pod_deletes_its_claim(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("doomed", [
-        pods.container("main", p.workload_image, {p.extended_resource_name: 1})]))
+        pods.container("main", p, {p.extended_resource_name: 1})]))
     claim_name, claim_uid = served.claim["metadata"]["name"], served.claim["metadata"]["uid"]
     api.delete("v1", "Pod", "doomed", namespace)
     pods.wait_gone(api, "v1", "Pod", "doomed", namespace, timeout=120)  # a prerequisite (the kubelet stops it)
@@ -67,7 +67,7 @@ def test_finished_pod_releases_its_claim(target: Target, check: Checks, namespac
     api, p = target.api, target.profile
     code = 0 if outcome == "Succeeded" else 1
     name = f"finishes-{outcome.lower()}"
-    c = pods.container("main", p.workload_image, {p.extended_resource_name: 1}, command=f"fake-gpu-probe; exit {code}")
+    c = pods.container("main", p, {p.extended_resource_name: 1}, command=f"{p.probe.shell}; exit {code}")
     api.create(pods.pod(name, [c], restart="Never"), namespace)
     # Prerequisites: the pod finished as intended, with its device.
     pod = pods.wait_phase(api, namespace, name, ("Succeeded", "Failed"), timeout=180)
@@ -89,7 +89,7 @@ def test_finished_pod_releases_its_claim(target: Target, check: Checks, namespac
 def test_special_claim_is_an_ordinary_resource_claim(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("ordinary", [
-        pods.container("main", p.workload_image, {p.extended_resource_name: 1})]))
+        pods.container("main", p, {p.extended_resource_name: 1})]))
     claim_name = served.claim["metadata"]["name"]
     pod = pods.get(api, namespace, "ordinary")
     with check("CLAIM-7", observed=lambda: pods.observed("", pod, served.claim)):
@@ -109,8 +109,8 @@ def test_status_names_the_same_claim_for_the_pods_life(target: Target, check: Ch
     api, p = target.api, target.profile
     # A container that keeps exiting makes the kubelet write the pod status while we watch, so a
     # status write that drops or changes the field shows up.
-    blinker = pods.container("blinker", p.workload_image, {}, command="sleep 4; exit 1")
-    api.create(pods.pod("steady", [pods.container("main", p.workload_image, {p.extended_resource_name: 1}), blinker],
+    blinker = pods.container("blinker", p, {}, command="sleep 4; exit 1")
+    api.create(pods.pod("steady", [pods.container("main", p, {p.extended_resource_name: 1}), blinker],
                         restart="Always"), namespace)
     with check("NAME-1", stop=True):
         pod = pods.wait_running(api, namespace, "steady", timeout=180)

@@ -5,7 +5,6 @@ requests mapped to that container, and no device may show up in two long-lived c
 """
 from __future__ import annotations
 
-import shlex
 import uuid
 
 import pytest
@@ -16,7 +15,7 @@ from conformance.lib.devices import device_ids, expected_per_container
 from conformance.lib.profile import Profile
 from conformance.lib.scenario import Served
 from conformance.lib.special_claim import claim_status, request_naming, special_claim
-from conformance.lib.workloads import ContainerView, probe_container
+from conformance.lib.workloads import probe_container
 from conformance.lib.writes import accepted, refused_as_invalid
 from conformance.suite.conftest import Target
 from kube.api import Api, Obj
@@ -43,11 +42,6 @@ def _mapped(api: Api, p: Profile, served: Served) -> dict[str, list[str]]:
     return expected_per_container(served.pod, served.claim, device_ids(api, p))
 
 
-def _sees_none(p: Profile, view: ContainerView) -> bool:
-    """The probe ran and found no device (the fake driver's probe says `FAKEGPU none` then)."""
-    return view.device_ids == [] and (p.deploy != "fake-driver" or "FAKEGPU none" in view.raw)
-
-
 def _shared(seen: dict[str, list[str]]) -> list[str]:
     """Device ids that appear in more than one of the containers."""
     ids = [d for devs in seen.values() for d in devs]
@@ -59,7 +53,7 @@ def _shared(seen: dict[str, list[str]]) -> list[str]:
 def test_each_container_sees_exactly_its_devices(target: Target, check: Checks, namespace: str, layout: str) -> None:
     api, p = target.api, target.profile
     asked = {f"c{i}": k for i, k in enumerate(LAYOUTS[layout])}
-    containers = [pods.container(n, p.workload_image, {p.extended_resource_name: k}) for n, k in asked.items()]
+    containers = [pods.container(n, p, {p.extended_resource_name: k}) for n, k in asked.items()]
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod(f"layout-{layout.lower()}", containers))
     seen, mapped = _probe(api, p, served.pod, list(asked)), _mapped(api, p, served)
     shown = lambda: pods.observed("", served.pod, served.claim)  # noqa: E731 - evaluated only on failure
@@ -80,7 +74,7 @@ def test_one_container_with_three_names(target: Target, check: Checks, namespace
     for suffix in ("a", "b"):
         name = f"example.com/ctr2-{suffix}-{tag}"
         classes[name] = pods.create_device_class(api, request, p.driver, name, prefix=f"ctr2-{suffix}")["metadata"]["name"]
-    pod = pods.pod("three-names", [pods.container("main", p.workload_image, {n: 1 for n in classes})])
+    pod = pods.pod("three-names", [pods.container("main", p, {n: 1 for n in classes})])
     served = scenario.run_pod_and_verify(target, check, namespace, pod, classes=classes)
     with check("CTR-2", observed=lambda: pods.observed("", served.pod, served.claim)):
         requests = served.claim["spec"]["devices"]["requests"]
@@ -95,10 +89,10 @@ def test_one_container_with_three_names(target: Target, check: Checks, namespace
 def test_init_containers_reuse_devices_of_later_containers(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     ern = p.extended_resource_name
-    init = [pods.container("init-first", p.workload_image, {ern: 2}, command="fake-gpu-probe"),
-            pods.container("sidecar", p.workload_image, {ern: 1}, restart_always=True),
-            pods.container("init-last", p.workload_image, {ern: 1}, command="fake-gpu-probe")]
-    main = [pods.container("main", p.workload_image, {ern: 1})]
+    init = [pods.container("init-first", p, {ern: 2}, command=p.probe.shell),
+            pods.container("sidecar", p, {ern: 1}, restart_always=True),
+            pods.container("init-last", p, {ern: 1}, command=p.probe.shell)]
+    main = [pods.container("main", p, {ern: 1})]
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("init-reuse", main, init=init), exact_counts=False)
     check.observe("ALLOC-5", request_naming(served.pod, served.claim))
     applies, why = requirement("CTR-3").applies_to(target.minor, gate_enabled=True)
@@ -119,13 +113,13 @@ def test_init_containers_reuse_devices_of_later_containers(target: Target, check
 @pytest.mark.requirement("KUBELET-2")
 def test_container_without_request_sees_no_device(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
-    containers = [pods.container("gpu", p.workload_image, {p.extended_resource_name: 1}),
-                  pods.container("plain", p.workload_image, {})]
+    containers = [pods.container("gpu", p, {p.extended_resource_name: 1}),
+                  pods.container("plain", p, {})]
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("one-plain", containers))
     plain = probe_container(api, p, served.pod, "plain")
     gpu, mapped = probe_container(api, p, served.pod, "gpu").device_ids, _mapped(api, p, served).get("gpu")
     with check("KUBELET-2", observed=lambda: pods.observed("", served.pod, served.claim)):
-        assert _sees_none(p, plain), f"container plain, without a request, sees: {plain.raw.strip()[:400]!r}"
+        assert p.probe.saw_nothing(plain.raw), f"container plain, without a request, sees: {plain.raw.strip()[:400]!r}"
         assert len(gpu) == len(mapped or []) == 1, f"container gpu sees {gpu}, its mapped request holds {mapped}"
 
 
@@ -140,7 +134,7 @@ def _allocation(api: Api, pod: Obj) -> tuple[Obj | None, str | None, Obj | None,
 def test_ephemeral_containers_get_no_devices(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod(
-        "debugged", [pods.container("main", p.workload_image, {p.extended_resource_name: 1})]))
+        "debugged", [pods.container("main", p, {p.extended_resource_name: 1})]))
     before = _allocation(api, served.pod)
     ephemeral = api.resource("v1", "Pod").ephemeralcontainers
 
@@ -151,7 +145,7 @@ def test_ephemeral_containers_get_no_devices(target: Target, check: Checks, name
     # The probe runs at start and marks its end: probe_container reads an ephemeral container's log
     # (it execs only into init and regular containers).
     debug = {"name": "debug", "image": p.workload_image, "imagePullPolicy": "IfNotPresent",
-             "command": ["sh", "-c", f"{shlex.join(p.probe.command)}; echo probe-done; {pods.SLEEP}"]}
+             "command": ["sh", "-c", f"{p.probe.shell}; echo probe-done; {pods.SLEEP}"]}
     with check("CTR-4"):
         with_gpu = {**debug, "name": "debug-gpu", "resources": {"limits": {p.extended_resource_name: "1"}}}
         refused_as_invalid(lambda: add(with_gpu), f"an ephemeral container asking for {p.extended_resource_name}")
@@ -167,7 +161,7 @@ def test_ephemeral_containers_get_no_devices(target: Target, check: Checks, name
                        describe=lambda: str(pods.get(api, namespace, "debugged")["status"].get("ephemeralContainerStatuses")))
     with check("CTR-4"):
         seen = probe_container(api, p, pod, "debug")
-        assert _sees_none(p, seen), f"ephemeral container debug sees: {seen.raw.strip()[:400]!r}"
+        assert p.probe.saw_nothing(seen.raw), f"ephemeral container debug sees: {seen.raw.strip()[:400]!r}"
     with check("CTR-4", observed=lambda: pods.observed("", pod, special_claim(api, pod))):
         after = _allocation(api, pod)
         assert after == before, \

@@ -71,7 +71,7 @@ def test_rolling_driver_update_keeps_pods_served(target: Target, check: Checks, 
     api, p = target.api, target.profile
 
     def gpu_pod(name: str, resource: str, count: int) -> dict:
-        return pods.pod(name, [pods.container("main", p.workload_image, {resource: count})])
+        return pods.pod(name, [pods.container("main", p, {resource: count})])
 
     before = [survivors.snapshot(scenario.run_pod_and_verify(target, check, namespace, gpu_pod(name, resource, 2),
                                                              served_by=rid))

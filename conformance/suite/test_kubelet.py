@@ -24,7 +24,7 @@ def _dra_names_in_status(node: dict, names: set[str]) -> dict[str, dict[str, str
 def test_node_status_never_lists_dra_backed_names(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("holder", [
-        pods.container("main", p.workload_image, {p.extended_resource_name: 1})]))
+        pods.container("main", p, {p.extended_resource_name: 1})]))
     dra_nodes = sorted(pods.dra_capacity(api, p.driver))
     node = served.pod["spec"]["nodeName"]
     assert node in dra_nodes, f"precondition: pod holder ran on {node}, not on a node of the driver {dra_nodes}"
@@ -37,8 +37,8 @@ def test_node_status_never_lists_dra_backed_names(target: Target, check: Checks,
 def test_implicit_and_explicit_names_are_admitted(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     names = (p.extended_resource_name, p.implicit_resource_name)
-    containers = [pods.container("explicit", p.workload_image, {names[0]: 1}),
-                  pods.container("implicit", p.workload_image, {names[1]: 1})]
+    containers = [pods.container("explicit", p, {names[0]: 1}),
+                  pods.container("implicit", p, {names[1]: 1})]
     api.create(pods.pod("admitted", containers), namespace)
     # A refusal at admission ends the pod as Failed (reason OutOf<resource>): stop waiting then.
     pod = pods.wait_phase(api, namespace, "admitted", ("Running", "Failed"), timeout=180)

@@ -85,7 +85,7 @@ def test_quota_counts_special_claim_once(target: Target, check: Checks, namespac
     # An ordinary claim for one device of the class, not used by any pod (quota counts its spec).
     api.create(pods.user_claim("unused", cls, count=1), namespace)
     served = scenario.run_pod_and_verify(target, check, namespace,
-                                         pods.pod("quota", [pods.container("main", p.workload_image, resources)]),
+                                         pods.pod("quota", [pods.container("main", p, resources)]),
                                          served_by="NAME-2" if modern else "NAME-1")
     now = settle(api, namespace, "dra", expected)
 
@@ -120,7 +120,7 @@ def test_implicit_quota_key_for_class_without_explicit_name(target: Target, chec
     initialised(api, namespace, "implicit")
     name = IMPLICIT_PREFIX + cls
     scenario.run_pod_and_verify(target, check, namespace,
-                                pods.pod("implicit-quota", [pods.container("main", p.workload_image, {name: 2})]),
+                                pods.pod("implicit-quota", [pods.container("main", p, {name: 2})]),
                                 classes={name: cls}, served_by="NAME-2")
     now = settle(api, namespace, "implicit", expected)
     # The key counts the class's devices requested through the implicit name, whether or not the

@@ -43,7 +43,7 @@ INVALID = {
 
 
 def _pending_pod(target: Target, namespace: str, name: str) -> str:
-    target.api.create(pods.pod(name, [pods.container("main", target.profile.workload_image, {UNSERVED: 1})]), namespace)
+    target.api.create(pods.pod(name, [pods.container("main", target.profile, {UNSERVED: 1})]), namespace)
     return name
 
 
@@ -63,7 +63,7 @@ def control(target: Target, module_namespace: str) -> None:
 @pytest.mark.requirement("STATUS-3")
 def test_status_field_names(target: Target, check: Checks, namespace: str) -> None:
     p = target.profile
-    target.api.create(pods.pod("names", [pods.container("main", p.workload_image, {p.extended_resource_name: 1})]), namespace)
+    target.api.create(pods.pod("names", [pods.container("main", p, {p.extended_resource_name: 1})]), namespace)
     with check("NAME-1", stop=True):
         pod = pods.wait_running(target.api, namespace, "names", timeout=180)
     # Read before any oracle: with other field names the oracles would stop the test first.

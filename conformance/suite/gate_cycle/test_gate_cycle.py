@@ -44,7 +44,7 @@ class Before:
 
 
 def _gpu_pod(target: Target, name: str, resource: str, count: int = 2) -> dict:
-    return pods.pod(name, [pods.container("main", target.profile.workload_image, {resource: count})])
+    return pods.pod(name, [pods.container("main", target.profile, {resource: count})])
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +127,7 @@ def test_pod_status_field_dropped_while_off(check: Checks, target: Target, modul
                                             gate_off: Before) -> None:
     api, p = target.api, target.profile
     statuses = api.resource("v1", "Pod").status
-    api.create(pods.pod("plain", [pods.container("main", p.workload_image, {}, command=pods.SLEEP)]), module_namespace)
+    api.create(pods.pod("plain", [pods.container("main", p, {}, command=pods.SLEEP)]), module_namespace)
     pods.wait_running(api, module_namespace, "plain")
     status = {"resourceClaimName": "made-up", "requestMappings": [
         {"containerName": "main", "resourceName": p.extended_resource_name, "requestName": "container-0-request-0"}]}
@@ -221,7 +221,7 @@ def test_service_resumes_after_switching_on(check: Checks, target: Target, modul
     with check("GATE-2"):
         if free:
             api.create(_claim_on("reuse", p, free), ns)
-            reuse = pods.pod("reuse", [pods.container("main", p.workload_image, {})])
+            reuse = pods.pod("reuse", [pods.container("main", p, {})])
             reuse["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
             reuse["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "reuse"}]
             api.create(reuse, ns)

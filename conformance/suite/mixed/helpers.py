@@ -27,10 +27,10 @@ COMPONENTS = {"dra": "dra-plugin", "device-plugin": "device-plugin"}  # app.kube
 
 # --- pods ----------------------------------------------------------------------------------
 
-def pinned_pod(name: str, image: str, node: str, resources: dict[str, int]) -> Obj:
+def pinned_pod(name: str, profile: Profile, node: str, resources: dict[str, int]) -> Obj:
     """A one-container pod asking for `resources` that the scheduler may place only on `node`
     (node affinity on metadata.name: the scheduler still runs, unlike spec.nodeName)."""
-    p = pods.pod(name, [pods.container("main", image, resources)])
+    p = pods.pod(name, [pods.container("main", profile, resources)])
     p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
     return p

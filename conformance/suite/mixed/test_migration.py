@@ -58,7 +58,7 @@ def _device_plugin_pod(target: Target, check: Checks, namespace: str, name: str,
                        count: int) -> tuple[Obj, list[ProbedGpu]]:
     """A pod served by the device plugin: no special claim, no status, `count` devices via=device-plugin (MIXED-1)."""
     api, p = target.api, target.profile
-    target.api.create(helpers.pinned_pod(name, p.workload_image, node, {p.extended_resource_name: count}), namespace)
+    target.api.create(helpers.pinned_pod(name, p, node, {p.extended_resource_name: count}), namespace)
     pod = _running(target, check, namespace, name, node, "MIXED-1")
     owned = [c["metadata"]["name"] for c in claims_owned_by(api, pod)]
     seen = helpers.probe(api, p, pod)
@@ -81,7 +81,7 @@ def _fill_with_dra_pods(target: Target, check: Checks, namespace: str, node: str
     sizes = [2] * (published // 2) + [1] * (published % 2)
     names = [f"{prefix}-{i}" for i in range(len(sizes))]
     for name, size in zip(names, sizes):
-        api.create(helpers.pinned_pod(name, p.workload_image, node, {p.extended_resource_name: size}), namespace)
+        api.create(helpers.pinned_pod(name, p, node, {p.extended_resource_name: size}), namespace)
     allocated: dict[str, list[tuple[str, str]]] = {}
     for name, size in zip(names, sizes):
         served = scenario.verify_served(target, check, _running(target, check, namespace, name, node, "MIXED-3"),
@@ -179,7 +179,7 @@ def test_node_migrated_back_from_dra_to_the_device_plugin(check: Checks, target:
     if applies:
         with check("MIXED-3", stop=True):
             node_modes.set(node, "dra")
-        api.create(helpers.pinned_pod("dra-1", p.workload_image, node, {name: 1}), namespace)
+        api.create(helpers.pinned_pod("dra-1", p, node, {name: 1}), namespace)
         served = scenario.verify_served(target, check, _running(target, check, namespace, "dra-1", node, "MIXED-3"),
                                         as_id="MIXED-3")
         seen = helpers.probe(api, p, served.pod)

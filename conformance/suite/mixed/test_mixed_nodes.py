@@ -14,6 +14,7 @@ import pytest
 from conformance.catalogue import requirement
 from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
+from conformance.lib.profile import Profile
 from conformance.lib.special_claim import claim_status, claims_owned_by
 from conformance.suite.conftest import Target
 from conformance.suite.mixed import helpers
@@ -21,10 +22,10 @@ from conformance.suite.mixed.conftest import NodeModes, Workers
 from kube.waits import wait_for
 
 
-def _spread_deployment(name: str, image: str, resource: str, nodes: list[str]) -> dict:
+def _spread_deployment(name: str, profile: Profile, resource: str, nodes: list[str]) -> dict:
     """Two replicas asking for one unit each, at most one per node, only on `nodes`."""
     labels = {"app": name}
-    spec = {"containers": [pods.container("main", image, {resource: 1})], "terminationGracePeriodSeconds": 1,
+    spec = {"containers": [pods.container("main", profile, {resource: 1})], "terminationGracePeriodSeconds": 1,
             "affinity": {
                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                     {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]},
@@ -46,7 +47,7 @@ def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(check: Check
     api, p = target.api, target.profile
     name = "gpu-spread"
     nodes = [workers.device_plugin, workers.dra]
-    api.create(_spread_deployment(name, p.workload_image, p.extended_resource_name, nodes), namespace)
+    api.create(_spread_deployment(name, p, p.extended_resource_name, nodes), namespace)
 
     def listed() -> list[dict]:
         return api.list("v1", "Pod", namespace, label_selector=f"app={name}")
@@ -124,7 +125,7 @@ def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(check: Checks
         node_modes.set(node, "both")
     status_before = helpers.node_resource(api, node, p.extended_resource_name)
 
-    api.create(helpers.pinned_pod("gpu-1", p.workload_image, node, {p.extended_resource_name: 1}), namespace)
+    api.create(helpers.pinned_pod("gpu-1", p, node, {p.extended_resource_name: 1}), namespace)
     with check("MIXED-2", stop=True):
         pod = pods.wait_phase(api, namespace, "gpu-1", ("Running", "Failed"), timeout=180)
         assert pod["status"]["phase"] == "Running", \
@@ -145,7 +146,7 @@ def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(check: Checks
     # The DRA devices of that node stay usable through an ordinary ResourceClaim.
     claim_name = f"own-{uuid.uuid4().hex[:6]}"
     api.create(pods.user_claim(claim_name, p.device_class, count=1), namespace)
-    with_claim = helpers.pinned_pod("with-claim", p.workload_image, node, {})
+    with_claim = helpers.pinned_pod("with-claim", p, node, {})
     with_claim["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
     with_claim["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
     api.create(with_claim, namespace)

@@ -63,7 +63,7 @@ def start(target: Target, module_namespace: str) -> Callable[[Checks, str, int],
 
     def run(check: Checks, prefix: str, count: int) -> list[survivors.Snapshot]:
         return [survivors.snapshot(scenario.run_pod_and_verify(target, check, module_namespace, pods.pod(
-                    f"{prefix}-{kind}", [pods.container("main", p.workload_image, {resource: count})]), as_id="UPGRADE-1"))
+                    f"{prefix}-{kind}", [pods.container("main", p, {resource: count})]), as_id="UPGRADE-1"))
                 for kind, resource in (("explicit", p.extended_resource_name), ("implicit", p.implicit_resource_name))]
     return run
 
