@@ -9,7 +9,9 @@ from kube.api import Api, Obj
 
 
 def device_ids(api: Api, profile: Profile) -> dict[tuple[str, str], str]:
-    """(pool, device) -> the id the probe prints, from the driver's ResourceSlices."""
+    """(pool, device) -> the id the probe prints, from the driver's ResourceSlices: the value of the
+    profile's device attribute, or the device's name when the profile names none; always text,
+    since that is what a probe prints (an int attribute 3 is "3")."""
     attr = profile.probe.device_id_attribute
     ids = {}
     for s in api.list(RESOURCE_API, "ResourceSlice"):
@@ -17,8 +19,8 @@ def device_ids(api: Api, profile: Profile) -> dict[tuple[str, str], str]:
             continue
         for d in s["spec"].get("devices") or []:
             attrs = d.get("attributes") or {}
-            value = attrs.get(attr) or attrs.get(f"{profile.driver}/{attr}") or {}
-            ids[(s["spec"]["pool"]["name"], d["name"])] = next(iter(value.values()), "")
+            value = (attrs.get(attr) or attrs.get(f"{profile.driver}/{attr}") or {}) if attr else {"name": d["name"]}
+            ids[(s["spec"]["pool"]["name"], d["name"])] = str(next(iter(value.values()), ""))
     return ids
 
 

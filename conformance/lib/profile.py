@@ -32,7 +32,7 @@ class ProfileError(ValueError):
 class Probe:
     command: tuple[str, ...]
     pattern: re.Pattern[str]
-    device_id_attribute: str
+    device_id_attribute: str | None  # None: the probe prints each device's name
     # Further ways the driver tells a container its devices (e.g. environment variables besides
     # device files): name -> pattern; each must show exactly the container's devices too.
     channels: tuple[tuple[str, re.Pattern[str]], ...] = ()
@@ -152,7 +152,7 @@ def _parse(raw: dict, path: Path) -> Profile:
         dra_node_selector=dict(selectors["dra"]),
         device_plugin_node_selector=dict(selectors.get("devicePlugin", {})),
         deploy=raw.get("deploy", "preinstalled"), workload_image=raw["workloadImage"],
-        probe=Probe(tuple(probe["command"]), re.compile(probe["pattern"], re.MULTILINE), probe["deviceIdAttribute"],
+        probe=Probe(tuple(probe["command"]), re.compile(probe["pattern"], re.MULTILINE), probe.get("deviceIdAttribute"),
                     tuple((n, re.compile(t, re.MULTILINE)) for n, t in (probe.get("channels") or {}).items()),
                     re.compile(probe["nothing"], re.MULTILINE) if "nothing" in probe else None),
         source=path,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from conformance.catalogue import catalogue
-from conformance.lib import pods, scenario, survivors
+from conformance.lib import driver_state, pods, scenario, survivors
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
 from conformance.lib.special_claim import RESOURCE_API, claim_status
@@ -190,10 +190,13 @@ def gate_on_again(target: Target, gate_off: Before, waiting: str, doomed_deleted
 
 def _claim_on(name: str, profile: Profile, ids: list[str]) -> Obj:
     """An ordinary ResourceClaim that only the devices with these probe ids can satisfy."""
-    domain, _, attribute = profile.probe.device_id_attribute.rpartition("/")
     claim = pods.user_claim(name, profile.device_class, count=len(ids))
-    claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [{"cel": {"expression":
-        f'device.attributes["{domain or profile.driver}"].{attribute} in {json.dumps(ids)}'}}]
+    if profile.probe.device_id_attribute:
+        domain, _, attribute = profile.probe.device_id_attribute.rpartition("/")
+        field = f'device.attributes["{domain or profile.driver}"].{attribute}'
+    else:
+        field = "device.name"  # names repeat across nodes: the caller pins the pod to the node
+    claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [{"cel": {"expression": f"{field} in {json.dumps(ids)}"}}]
     return claim
 
 
@@ -212,19 +215,25 @@ def test_service_resumes_after_switching_on(check: Checks, target: Target, modul
                                        ("after-implicit", p.implicit_resource_name))]
 
     # The devices of the pod deleted while the gate was off must serve pods again once it is back
-    # on (the kubelet unprepares its claim). The profile does not expose the driver's node state,
-    # so this checks what a user sees: pods started now get those devices and their containers see
-    # them. Those the pods above did not get are free: a claim asking for exactly them must serve.
-    doomed = doomed_deleted.seen["main"]
-    seen = {d for pod in started for d in probe_container(api, p, pod, "main").device_ids}
-    free = [d for d in doomed if d not in seen]
+    # on (the kubelet unprepares its claim): pods started now get those devices and their
+    # containers see them; those the pods above did not get are free, so a claim asking for
+    # exactly them, on that node, must serve. Device ids are compared per node (a profile may
+    # identify devices by name, which repeats across nodes).
+    node = pods.pool_nodes(api, p.driver)[doomed_deleted.devices[0][0]]
+    doomed = {(node, d) for d in doomed_deleted.seen["main"]}
+    seen = {(pod["spec"]["nodeName"], d) for pod in started for d in probe_container(api, p, pod, "main").device_ids}
+    free = [d for n, d in sorted(doomed - seen)]
     with check("GATE-2"):
         if free:
             api.create(_claim_on("reuse", p, free), ns)
             reuse = pods.pod("reuse", [pods.container("main", p, {})])
             reuse["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
             reuse["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "reuse"}]
+            reuse["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
             api.create(reuse, ns)
-            seen |= set(probe_container(api, p, pods.wait_running(api, ns, "reuse", timeout=180), "main").device_ids)
-        assert set(doomed) <= seen, (f"devices {doomed} of pod {doomed_deleted.name}, deleted while the gate was off, "
-                                     f"are not seen by pods started after switching it on (they see {sorted(seen)})")
+            ran = pods.wait_running(api, ns, "reuse", timeout=180)
+            seen |= {(node, d) for d in probe_container(api, p, ran, "main").device_ids}
+        assert doomed <= seen, (f"devices {sorted(doomed)} of pod {doomed_deleted.name}, deleted while the gate was off, "
+                                f"are not seen by pods started after switching it on (they see {sorted(seen)})")
+    # Where the profile exposes the driver's node state: the claim was really unprepared there.
+    driver_state.check_released(api, p, check, "GATE-2", node, [doomed_deleted.claim_uid])
