@@ -29,7 +29,7 @@ from clusters.paths import REPO_ROOT
 from clusters.shell import CommandError
 from clusters.topology import ClusterSpec, TopologyError, parse_gates
 from clusters.versions import KubeVersion, UnknownVersionError, gate_stage, resolve, supported_versions
-from conformance.lib import driver_setup, preflight, profile as profiles
+from conformance.lib import cleanup, driver_setup, permissions, preflight, profile as profiles
 from conformance.report import coverage, summary
 from kube.api import Api
 from kube.features import VERSIONS, DRAExtendedResource
@@ -269,6 +269,10 @@ def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
     except Exception as err:
         raise CommandError(f"the cluster in {args.kubeconfig} is unreachable: {err}") from None
     log(f"existing cluster {args.kubeconfig}: server {server}")
+    lacking = permissions.missing(api)
+    if lacking:
+        raise CommandError(f"the credentials in {args.kubeconfig} lack {len(lacking)} permission(s) the suite needs: "
+                           + ", ".join(f"{p}" + (f" ({p.why})" if p.why else "") for p in lacking))
     started, out = time.monotonic(), fresh(args.out / "existing")
     context = base_context("existing", profile, server, None)
     passed = False
@@ -286,6 +290,10 @@ def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
         log(f"existing cluster: {type(err).__name__}: {err}")
     finally:
         finish(out, context, started)
+        if not args.keep_namespaces:  # also what tests left when interrupted before their teardown
+            swept = cleanup.sweep(api)
+            log(f"removed {len(swept)} object(s) the suite had left: {', '.join(swept)}" if swept else
+                "nothing the suite created is left in the cluster")
         if args.install_fake_driver and not args.keep:  # what the suite installed, it removes
             log("removing the fake driver the suite installed")
             driver_setup.uninstall_fake_driver(kubectl, profile, BuiltImages.load().driver)

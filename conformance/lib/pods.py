@@ -6,6 +6,7 @@ import time
 import uuid as _uuid
 
 from conformance.lib.checks import Checks
+from conformance.lib.cleanup import labelled
 from conformance.lib.profile import Profile
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices
 from kube.api import Api, Obj
@@ -82,7 +83,7 @@ def device_class(name: str, driver: str, extended_resource_name: str | None = No
     spec: Obj = {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}
     if extended_resource_name is not None:
         spec["extendedResourceName"] = extended_resource_name
-    return {"apiVersion": RESOURCE_API, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+    return labelled({"apiVersion": RESOURCE_API, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec})
 
 
 def create_device_class(api: Api, request, driver: str, extended_resource_name: str | None = None,

@@ -20,6 +20,7 @@ from clusters.versions import KubeVersion
 from conformance.catalogue import requirement
 from conformance.lib import diagnostics, preflight, profile as profiles
 from conformance.lib.checks import Checks
+from conformance.lib.cleanup import labelled
 from conformance.lib.profile import Profile
 from conformance.report.markers import requirement_ids
 from kube.api import Api
@@ -108,8 +109,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def _test_namespace(request: pytest.FixtureRequest, target: Target, failed: Callable[[], bool]) -> Iterator[str]:
     name = f"kep5004-{uuid.uuid4().hex[:10]}"
-    target.api.create({"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": name, "labels": {"kep5004.io/test": "true"}}})
+    target.api.create(labelled({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
     yield name
     if failed():
         dest = request.config.getoption("--diagnostics-dir") / diagnostics.safe_name(request.node.nodeid)

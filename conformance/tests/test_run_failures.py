@@ -100,3 +100,14 @@ def test_existing_cluster_mode_needs_a_profile_and_installs_nothing_unasked(tmp_
     assert "--kubeconfig needs --profile" in capsys.readouterr().err
     assert run.main(["--kubeconfig", str(kubeconfig), "--profile", "fake-gpu"]) == 2
     assert "pass --install-fake-driver" in capsys.readouterr().err
+
+
+def test_missing_permissions_are_named_before_anything_is_created(monkeypatch, tmp_path, capsys):
+    from conformance.lib import permissions
+    monkeypatch.setattr(run.Api, "server_version", lambda self: "v1.37.2")
+    monkeypatch.setattr(permissions, "_allowed", lambda api, p: p.resource != "deviceclasses" or p.verb != "create")
+    monkeypatch.setattr(run, "fresh", lambda out: pytest.fail("nothing may be created"))
+    profile = tmp_path / "vendor.yaml"
+    profile.write_text((run.REPO_ROOT / "fixtures/profiles/fake-gpu.yaml").read_text().replace("deploy: fake-driver", "deploy: preinstalled"))
+    assert run.main(["--kubeconfig", str(tmp_path / "kubeconfig"), "--profile", str(profile)]) == 2
+    assert "lack 1 permission(s) the suite needs: create deviceclasses.resource.k8s.io" in capsys.readouterr().err

@@ -1,0 +1,32 @@
+"""Everything the suite creates carries one label, so that it can all be found and removed:
+after a run, and after a run that was interrupted before its tests' own teardown ran."""
+from __future__ import annotations
+
+from conformance.lib.special_claim import RESOURCE_API
+from kube.api import Api, Obj
+
+LABEL = "kep5004.io/test"
+SELECTOR = f"{LABEL}=true"
+# Cluster-scoped kinds the suite creates; everything else lives in the labelled namespaces.
+CLUSTER_SCOPED = (("v1", "Namespace"), (RESOURCE_API, "DeviceClass"))
+
+
+def labelled(obj: Obj) -> Obj:
+    """`obj` with the suite's label added (in place, returned for chaining)."""
+    obj.setdefault("metadata", {}).setdefault("labels", {})[LABEL] = "true"
+    return obj
+
+
+def leftovers(api: Api) -> list[str]:
+    """`Kind/name` of every object the suite made that still exists."""
+    return [f"{kind}/{o['metadata']['name']}" for version, kind in CLUSTER_SCOPED
+            for o in api.list(version, kind, label_selector=SELECTOR)]
+
+
+def sweep(api: Api) -> list[str]:
+    """Delete every labelled object (namespaces take their pods, claims and quotas with them)."""
+    gone = leftovers(api)
+    for version, kind in CLUSTER_SCOPED:
+        for o in api.list(version, kind, label_selector=SELECTOR):
+            api.delete(version, kind, o["metadata"]["name"])
+    return gone

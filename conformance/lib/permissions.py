@@ -1,0 +1,62 @@
+"""What the suite must be allowed to do in a cluster it is pointed at, checked before it starts.
+
+Each entry is asked with a SelfSubjectAccessReview, so a restricted kubeconfig is refused up
+front with the missing verb and resource named, instead of failing tests halfway with 403s.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kube.api import Api
+
+
+@dataclass(frozen=True)
+class Permission:
+    verb: str
+    resource: str = ""        # "pods", "deviceclasses", ...; empty for a non-resource URL
+    group: str = ""
+    subresource: str = ""
+    path: str = ""            # a non-resource URL such as /metrics
+    why: str = ""
+
+    def __str__(self) -> str:
+        if self.path:
+            return f"{self.verb} {self.path}"
+        sub = f"/{self.subresource}" if self.subresource else ""
+        group = f".{self.group}" if self.group else ""
+        return f"{self.verb} {self.resource}{sub}{group}"
+
+
+RESOURCE = "resource.k8s.io"
+REQUIRED: tuple[Permission, ...] = (
+    *(Permission(v, "namespaces", why="one namespace per test") for v in ("create", "delete", "list")),
+    *(Permission(v, "pods") for v in ("create", "get", "list", "delete", "update", "patch")),
+    Permission("create", "pods", subresource="exec", why="the probe runs in test containers"),
+    Permission("get", "pods", subresource="log", why="finished containers are judged by their probe output"),
+    Permission("update", "pods", subresource="status", why="status validation (API-7, NEG-6)"),
+    Permission("patch", "pods", subresource="ephemeralcontainers", why="CTR-4"),
+    *(Permission(v, "resourceclaims", RESOURCE) for v in ("create", "get", "list", "delete")),
+    *(Permission(v, "deviceclasses", RESOURCE, why="naming tests create their own classes")
+      for v in ("create", "get", "list", "update", "delete")),
+    Permission("list", "resourceslices", RESOURCE, why="devices per node, device ids"),
+    *(Permission(v, "resourcequotas") for v in ("create", "get", "delete")),
+    *(Permission(v, "nodes") for v in ("get", "list")),
+    Permission("get", "nodes", subresource="proxy", why="each kubelet's feature gates (preflight)"),
+    Permission("list", "events", why="FailedScheduling and driver events"),
+    *(Permission(v, "deployments", "apps") for v in ("create", "list")),
+    Permission("create", "jobs", "batch", why="stored workloads"),
+    Permission("get", path="/metrics", why="kube-apiserver's feature gates (preflight)"),
+)
+
+
+def _allowed(api: Api, p: Permission) -> bool:
+    attributes = ({"nonResourceAttributes": {"path": p.path, "verb": p.verb}} if p.path else
+                  {"resourceAttributes": {"verb": p.verb, "group": p.group, "resource": p.resource,
+                                          "subresource": p.subresource}})
+    review = api.create({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                         "spec": attributes})
+    return bool((review.get("status") or {}).get("allowed"))
+
+
+def missing(api: Api, required: tuple[Permission, ...] = REQUIRED) -> list[Permission]:
+    return [p for p in required if not _allowed(api, p)]
