@@ -25,7 +25,7 @@ from pathlib import Path
 
 from clusters import lifecycle
 from clusters.images import BuiltImages, ImagesMissingError
-from clusters.paths import REPO_ROOT
+from clusters.paths import IN_CHECKOUT, REPO_ROOT, REPORTS_DIR
 from clusters.shell import CommandError
 from clusters.topology import ClusterSpec, TopologyError, parse_gates
 from clusters.versions import KubeVersion, UnknownVersionError, gate_stage, resolve, supported_versions
@@ -48,6 +48,9 @@ SUITE = REPO_ROOT / "conformance" / "suite"
 MIXED_SUITE = SUITE / "mixed"            # nodes serving the name both ways
 GATE_CYCLE_SUITE = SUITE / "gate_cycle"  # switches the gate off and on in place
 UPGRADE_SUITE = SUITE / "upgrade"        # changes the Kubernetes version in place
+# The suite's pytest settings: the checkout's pyproject.toml and conftest.py (found by pytest in
+# REPO_ROOT), or, installed, the copy of them shipped with the suite.
+PYTEST_CONFIG = [] if IN_CHECKOUT else ["-c", str(SUITE / "pytest-installed.ini"), f"--rootdir={REPO_ROOT}"]
 
 
 class StageLog:
@@ -85,7 +88,7 @@ def write_junit_error(path: Path, stage: str, reason: str) -> None:
 
 def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Namespace, out: Path,
               marker: str, workers: int) -> int:
-    cmd = [sys.executable, "-m", "pytest", *paths, "-p", "no:cacheprovider", "-m", marker,
+    cmd = [sys.executable, "-m", "pytest", *PYTEST_CONFIG, *paths, "-p", "no:cacheprovider", "-m", marker,
            f"--kubeconfig={kubeconfig}", f"--profile={args.profile}",
            f"--results-json={out / 'results.jsonl'}", f"--junitxml={out / f'junit-{name}.xml'}",
            f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE",
@@ -267,7 +270,7 @@ def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
     try:
         server = api.server_version()
     except Exception as err:
-        raise CommandError(f"the cluster in {args.kubeconfig} is unreachable: {err}") from None
+        raise CommandError(f"the cluster in {args.kubeconfig} is unreachable: {' '.join(str(err).split())}") from None
     log(f"existing cluster {args.kubeconfig}: server {server}")
     lacking = permissions.missing(api)
     if lacking:
@@ -322,9 +325,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the kind clusters for debugging or reuse")
     p.add_argument("--keep-namespaces", action="store_true",
                    help="keep each test's namespace (its pods keep their devices: later tests may starve)")
-    p.add_argument("--out", type=Path, default=REPO_ROOT / "reports", help="report directory")
+    p.add_argument("--out", type=Path, default=REPORTS_DIR, help="report directory")
     args = p.parse_args(argv)
     args.preflight_file = ""
+    # The suite's pytest runs in REPO_ROOT: paths given relative to here must not move with it.
+    args.out = args.out.absolute()
+    args.kubeconfig = args.kubeconfig and args.kubeconfig.absolute()
+    if args.profile and Path(args.profile).suffix:  # a path, not a profile name
+        args.profile = str(Path(args.profile).absolute())
     # SIGTERM (a CI job cancelled, `kill`) is handled like Ctrl-C: partial summary, clusters deleted.
     signal.signal(signal.SIGTERM, _interrupt)
     try:

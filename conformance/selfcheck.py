@@ -21,7 +21,7 @@ import yaml
 
 from clusters import lifecycle
 from clusters.images import BuiltImages
-from clusters.paths import REPO_ROOT
+from clusters.paths import REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
 from conformance import run as runner
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--defects", default=",".join(EXPECTED), help="comma-separated defects to try")
     p.add_argument("--timeout-scale", type=float, default=1.0)
     p.add_argument("--keep", action="store_true", help="keep the kind clusters")
-    p.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "selfcheck")
+    p.add_argument("--out", type=Path, default=REPORTS_DIR / "selfcheck")
     args = p.parse_args(argv)
     base = profiles.load(args.profile)
     wanted = [d for d in args.defects.split(",") if d]
