@@ -46,21 +46,23 @@ def _running_unchanged(api, snap: Snapshot) -> bool:
 
 
 def check_unchanged(target, check: Checks, snaps: list[Snapshot], req_id: str, after: str,
-                    settle: float = 20) -> list[Served]:
+                    settle: float = 20, classes: dict[str, str] | None = None) -> list[Served]:
     """Check `req_id`: the pods came through `after` (e.g. 'the upgrade to v1.37.2') unchanged.
 
     A restarted kubelet re-admits its pods a few seconds after it reports ready, so the pods
-    must first stay Running for `settle` seconds; a pod that does not ends the test."""
+    must first stay Running for `settle` seconds; a pod that does not ends the test.
+    classes: as for scenario.verify_served (pods asking for names of classes of their own)."""
     api = target.api
     with check(req_id, stop=True):
         holds_for(lambda: all(_running_unchanged(api, s) for s in snaps), duration=settle,
                   what=f"pods {[s.name for s in snaps]} Running without restarts after {after}",
                   describe=lambda: "; ".join(pods.summary(api, s.namespace, s.name) for s in snaps
                                              if not _running_unchanged(api, s)))
-    return [_check_one(target, check, s, req_id, after) for s in snaps]
+    return [_check_one(target, check, s, req_id, after, classes) for s in snaps]
 
 
-def _check_one(target, check: Checks, before: Snapshot, req_id: str, after: str) -> Served:
+def _check_one(target, check: Checks, before: Snapshot, req_id: str, after: str,
+               classes: dict[str, str] | None) -> Served:
     api = target.api
     pod = api.get("v1", "Pod", before.name, before.namespace)
     claim = api.get(RESOURCE_API, "ResourceClaim", before.claim, before.namespace)
@@ -85,7 +87,7 @@ def _check_one(target, check: Checks, before: Snapshot, req_id: str, after: str)
             problems.append(f"claim is no longer reserved for the pod (reservedFor uids {reserved})")
     if not check.that(req_id, not problems, f"after {after}: " + pods.observed("; ".join(problems), pod, claim)):
         raise CheckStopped(f"[{req_id}] pod {before.name} did not come through {after} unchanged")
-    served = scenario.verify_served(target, check, pod, as_id=req_id)
+    served = scenario.verify_served(target, check, pod, classes, as_id=req_id)
     check.that(req_id, served.seen == before.seen,
                f"after {after} pod {before.name}'s containers see {served.seen}, before they saw {before.seen}")
     return served
