@@ -50,8 +50,8 @@ def node_with_mode(api: Api, mode: str) -> str:
     return api.list("v1", "Node", label_selector=f"fake-gpu.kep5004.io/mode={mode}")[0]["metadata"]["name"]
 
 
-def claim_pod(name: str, image: str, claim: str) -> dict:
-    p = pods.pod(name, [pods.container("main", image, {})])
+def claim_pod(name: str, profile: Profile, claim: str) -> dict:
+    p = pods.pod(name, [pods.container("main", profile, {})])
     p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim}]
     p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
     return p
@@ -69,7 +69,7 @@ def test_claim_for_two_gpus_sees_exactly_them(driver: Api, profile: Profile, ns:
     driver.create({"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "two"},
                    "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
                        "deviceClassName": profile.device_class, "count": 2}}]}}}, ns)
-    driver.create(claim_pod("two-gpus", profile.workload_image, "two"), ns)
+    driver.create(claim_pod("two-gpus", profile, "two"), ns)
     pod = pods.wait_running(driver, ns, "two-gpus")
     claim = driver.get(RESOURCE_API, "ResourceClaim", "two", ns)
     ids = device_ids(driver, profile)
@@ -86,7 +86,7 @@ def test_device_plugin_node_serves_the_name(driver: Api, profile: Profile, ns: s
              timeout=60, what=f"{dp_node} to advertise {name}",
              describe=lambda: json.dumps(driver.get("v1", "Node", dp_node)["status"]["allocatable"]))
     assert name not in driver.get("v1", "Node", dra_node)["status"]["allocatable"], "DRA node advertises the name"
-    p = pods.pod("dp-one", [pods.container("main", profile.workload_image, {name: 1})])
+    p = pods.pod("dp-one", [pods.container("main", profile, {name: 1})])
     p["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "device-plugin"}
     driver.create(p, ns)
     pod = pods.wait_running(driver, ns, "dp-one")
@@ -104,7 +104,7 @@ def test_deleting_a_pod_removes_its_cdi_spec(driver: Api, profile: Profile, ns: 
     node = node_with_mode(driver, "dra")
     driver.create({"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "one"},
                    "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": profile.device_class}}]}}}, ns)
-    driver.create(claim_pod("cdi", profile.workload_image, "one"), ns)
+    driver.create(claim_pod("cdi", profile, "one"), ns)
     pods.wait_running(driver, ns, "cdi")
     uid = driver.get(RESOURCE_API, "ResourceClaim", "one", ns)["metadata"]["uid"]
     assert any(uid in f for f in cdi_specs(node)), f"no CDI spec for claim {uid}"
@@ -115,7 +115,7 @@ def test_deleting_a_pod_removes_its_cdi_spec(driver: Api, profile: Profile, ns: 
 
 def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, profile: Profile, ns: str) -> None:
     name = profile.extended_resource_name
-    first = pods.pod("before", [pods.container("main", profile.workload_image, {name: 1})])
+    first = pods.pod("before", [pods.container("main", profile, {name: 1})])
     first["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "dra"}
     driver.create(first, ns)
     before = pods.wait_running(driver, ns, "before")
@@ -124,7 +124,7 @@ def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, 
     after = pods.get(driver, ns, "before")
     assert after["status"]["phase"] == "Running"
     assert after["status"]["containerStatuses"][0]["restartCount"] == before["status"]["containerStatuses"][0]["restartCount"]
-    second = pods.pod("after", [pods.container("main", profile.workload_image, {name: 1})])
+    second = pods.pod("after", [pods.container("main", profile, {name: 1})])
     second["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "dra"}
     driver.create(second, ns)
     pods.wait_running(driver, ns, "after")
