@@ -10,8 +10,8 @@ import json
 import time
 from collections import Counter
 
+from conformance.lib import pods
 from conformance.lib.profile import Profile
-from conformance.lib.special_claim import RESOURCE_API
 from fake_driver import manifests
 from kube.api import Api
 from kube.waits import wait_for
@@ -44,12 +44,8 @@ def dra_nodes(api: Api, profile: Profile) -> list[str]:
 
 
 def published_devices(api: Api, profile: Profile) -> Counter[str]:
-    """node -> number of devices the driver publishes for it."""
-    counts: Counter[str] = Counter()
-    for s in api.list(RESOURCE_API, "ResourceSlice"):
-        if s["spec"]["driver"] == profile.driver and s["spec"].get("nodeName"):
-            counts[s["spec"]["nodeName"]] += len(s["spec"].get("devices") or [])
-    return counts
+    """node -> number of devices the driver publishes for it (0 for a node it publishes none on)."""
+    return Counter(pods.dra_capacity(api, profile.driver))
 
 
 def wait_published(api: Api, profile: Profile, timeout: float = 180) -> dict[str, int]:
