@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from fnmatch import fnmatchcase
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -17,7 +18,7 @@ import yaml
 
 from fake_driver.cdi import DEFAULT_CDI_DIR, CdiKind
 from fake_driver.defects import parse_defects
-from fake_driver.exposure import DEFAULT_STATE_DIR
+from fake_driver.exposure import DEFAULT_STATE_DIR, EXPOSURE_FILES, parse_exposure
 from fake_driver.grpc_unix import MAX_SOCKET_PATH_BYTES
 from fake_driver.inventory import PROFILES, DeviceProfile, NodeInventory, build_inventory
 
@@ -55,6 +56,7 @@ class DriverConfig:
     # node both serve for a while, so each needs sockets of its own; the kubelet uses the newest.
     pod_uid: str = ""
     defects: frozenset[str] = frozenset()  # fake_driver.defects: off unless a self-check asks
+    exposure: str = EXPOSURE_FILES  # fake_driver.exposure: how containers learn their devices
 
     @property
     def driver_plugin_dir(self) -> Path:
@@ -137,7 +139,7 @@ def _parse_abs_path(value: Any) -> Path:
 
 def _parse_node_devices(value: Any) -> dict[str, int]:
     if not isinstance(value, Mapping):
-        raise ValueError("must be a mapping of node name to device count")
+        raise ValueError("must be a mapping of node name (or shell-style pattern, e.g. '*-worker2') to device count")
     counts, problems = {}, []
     for node, count in value.items():
         try:
@@ -169,7 +171,17 @@ _SETTINGS = (
     _Setting("readyFile", "FAKE_GPU_READY_FILE", _parse_abs_path,
              Path("/tmp/fake-gpu-driver.ready")),
     _Setting("defects", "FAKE_GPU_DEFECTS", parse_defects, frozenset()),
+    _Setting("exposure", "FAKE_GPU_EXPOSURE", parse_exposure, EXPOSURE_FILES),
 )
+
+
+def device_count(node_name: str, node_devices: Mapping[str, int], default: int) -> int:
+    """The count of the first `nodeDevices` entry naming or matching the node, else the default.
+    Patterns let one config serve clusters whose node names carry the cluster's name."""
+    exact = node_devices.get(node_name)
+    if exact is not None:
+        return exact
+    return next((count for pattern, count in node_devices.items() if fnmatchcase(node_name, pattern)), default)
 
 
 def _read_file(path: Path, problems: list[str]) -> dict[str, Any]:
@@ -261,7 +273,7 @@ def load_config(env: Mapping[str, str] | None = None) -> DriverConfig:
         node_name=node_name,
         profile=profile,
         driver_name=driver_name,
-        device_count=values["nodeDevices"].get(node_name, values["devicesPerNode"]),
+        device_count=device_count(node_name, values["nodeDevices"], values["devicesPerNode"]),
         resource_name=resource_name,
         state_dir=values["stateDir"],
         cdi_dir=values["cdiDir"],
@@ -273,4 +285,5 @@ def load_config(env: Mapping[str, str] | None = None) -> DriverConfig:
         ready_file=values["readyFile"],
         pod_uid=values["podUID"],
         defects=values["defects"],
+        exposure=values["exposure"],
     )

@@ -37,10 +37,11 @@ DEFAULTS: Mapping[str, str] = {
     "IMAGE": IMAGE,
     "PROFILE": "generic",
     "DEVICES_PER_NODE": "8",
-    "NODE_DEVICES": "{}",  # YAML/JSON flow mapping node -> count, e.g. {"kind-worker2": 2}
+    "NODE_DEVICES": "{}",  # YAML/JSON flow mapping node (or pattern) -> count, e.g. {"*-worker2": 2}
     "STATE_DIR": str(DEFAULT_STATE_DIR),
     "DEVICE_PLUGIN_CDI": "false",
     "DEFECTS": "[]",  # YAML flow list of fake_driver.defects names (self-check only)
+    "EXPOSURE": "files",  # fake_driver.exposure: files (+ env by uuid) or env-names
 }
 
 

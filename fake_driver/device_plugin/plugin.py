@@ -12,7 +12,7 @@ from fake_driver._gen import deviceplugin_v1beta1_pb2 as pb
 from fake_driver._gen import deviceplugin_v1beta1_pb2_grpc as pb_grpc
 from fake_driver.config import DriverConfig
 from fake_driver.device_plugin.service import DevicePluginService, add_device_plugin_service, write_cdi_spec
-from fake_driver.exposure import VIA_DEVICE_PLUGIN, write_device_files
+from fake_driver.exposure import EXPOSURE_FILES, VIA_DEVICE_PLUGIN, write_device_files
 from fake_driver.grpc_unix import channel, start_server, stop_server
 from fake_driver.runtime import ReadyFile
 
@@ -38,13 +38,14 @@ class DevicePlugin:
         self._register_timeout = register_timeout
         self._ready = ReadyFile(config.ready_file)
         cdi_kind = config.cdi_kind if config.device_plugin_cdi else None
-        self.service = DevicePluginService(self.inventory, config.state_dir, cdi_kind, config.defects)
+        self.service = DevicePluginService(self.inventory, config.state_dir, cdi_kind, config.defects, config.exposure)
 
     def run(self, stop: threading.Event) -> None:
         cfg = self.config
-        write_device_files(cfg.state_dir, cfg.node_name, VIA_DEVICE_PLUGIN, self.inventory.gpus)
+        if cfg.exposure == EXPOSURE_FILES:
+            write_device_files(cfg.state_dir, cfg.node_name, VIA_DEVICE_PLUGIN, self.inventory.gpus)
         if cfg.device_plugin_cdi:
-            write_cdi_spec(cfg.cdi_kind, cfg.cdi_dir, cfg.state_dir, self.inventory)
+            write_cdi_spec(cfg.cdi_kind, cfg.cdi_dir, cfg.state_dir, self.inventory, cfg.exposure)
         # Each pass is one kubelet lifetime: the kubelet wipes plugin sockets when it restarts,
         # so the server is rebuilt on a fresh socket and registered again.
         while not stop.is_set():

@@ -11,7 +11,7 @@ from fake_driver import cdi
 from fake_driver._gen import deviceplugin_v1beta1_pb2 as pb
 from fake_driver._gen import deviceplugin_v1beta1_pb2_grpc as pb_grpc
 from fake_driver.defects import neighbour
-from fake_driver.exposure import VIA_DEVICE_PLUGIN, container_edits, write_device_files
+from fake_driver.exposure import EXPOSURE_FILES, VIA_DEVICE_PLUGIN, container_edits, write_device_files
 from fake_driver.inventory import Gpu, NodeInventory
 
 HEALTHY = "Healthy"
@@ -21,21 +21,23 @@ def cdi_device_name(gpu: Gpu) -> str:
     return f"device-plugin-{gpu.name}"
 
 
-def write_cdi_spec(kind: cdi.CdiKind, cdi_dir: Path, state_dir: Path, inventory: NodeInventory) -> None:
+def write_cdi_spec(kind: cdi.CdiKind, cdi_dir: Path, state_dir: Path, inventory: NodeInventory,
+                   exposure: str = EXPOSURE_FILES) -> None:
     """One static spec for all GPUs; only used when the plugin hands out CDI device names."""
-    devices = [cdi.CdiDevice(name=cdi_device_name(gpu), edits=container_edits(state_dir, VIA_DEVICE_PLUGIN, [gpu]))
+    devices = [cdi.CdiDevice(name=cdi_device_name(gpu), edits=container_edits(state_dir, VIA_DEVICE_PLUGIN, [gpu], exposure))
                for gpu in inventory.gpus]
     cdi.write_spec(kind.spec_path(cdi_dir, "device-plugin"), cdi.spec_document(kind, devices))
 
 
 class DevicePluginService:
     def __init__(self, inventory: NodeInventory, state_dir: Path, cdi_kind: cdi.CdiKind | None,
-                 defects: frozenset[str] = frozenset()):
+                 defects: frozenset[str] = frozenset(), exposure: str = EXPOSURE_FILES):
         """`cdi_kind` set: Allocate names CDI devices; None: it returns env vars + mounts."""
         self._inventory = inventory
         self._state_dir = state_dir
         self._cdi_kind = cdi_kind
         self._extra_device = "device-plugin-extra-device" in defects  # self-check only
+        self._exposure = exposure
 
     def GetDevicePluginOptions(self, request, context: grpc.ServicerContext):
         return pb.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True)
@@ -65,12 +67,13 @@ class DevicePluginService:
             if self._extra_device and gpus:
                 gpus.append(neighbour(self._inventory.gpus, gpus[-1]))
             # Recreate host files a node cleanup may have removed; the runtime binds them next.
-            write_device_files(self._state_dir, self._inventory.node_name, VIA_DEVICE_PLUGIN, gpus)
+            if self._exposure == EXPOSURE_FILES:
+                write_device_files(self._state_dir, self._inventory.node_name, VIA_DEVICE_PLUGIN, gpus)
             entry = response.container_responses.add()
             if self._cdi_kind is not None:
                 entry.cdi_devices.extend(pb.CDIDevice(name=self._cdi_kind.device_id(cdi_device_name(g))) for g in gpus)
             else:
-                edits = container_edits(self._state_dir, VIA_DEVICE_PLUGIN, gpus)
+                edits = container_edits(self._state_dir, VIA_DEVICE_PLUGIN, gpus, self._exposure)
                 entry.envs.update(edits.env)
                 entry.mounts.extend(pb.Mount(container_path=m.container_path, host_path=m.host_path, read_only=True)
                                     for m in edits.mounts)

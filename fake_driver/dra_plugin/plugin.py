@@ -14,7 +14,7 @@ from fake_driver.dra_plugin.preparer import ClaimPreparer
 from fake_driver.dra_plugin.registration import RegistrationService, add_registration_service, live_peers
 from fake_driver.dra_plugin.service import SUPPORTED_SERVICES, add_dra_services
 from fake_driver.dra_plugin.slices import SlicePublisher
-from fake_driver.exposure import VIA_DRA, write_device_files
+from fake_driver.exposure import EXPOSURE_FILES, VIA_DRA, write_device_files
 from fake_driver.grpc_unix import start_server, stop_server
 from fake_driver.runtime import ReadyFile
 
@@ -26,7 +26,8 @@ class DraPlugin:
         self.config = config
         self.inventory = config.inventory()
         self.preparer = ClaimPreparer(api, config.driver_name, self.inventory, config.state_dir,
-                                      config.cdi_dir, Checkpoint(config.checkpoint_path), config.defects)
+                                      config.cdi_dir, Checkpoint(config.checkpoint_path), config.defects,
+                                      config.exposure)
         self.publisher = SlicePublisher(api, config.driver_name, self.inventory, config.defects)
         self._resync_seconds = resync_seconds
         self._ready = ReadyFile(config.ready_file)
@@ -39,7 +40,8 @@ class DraPlugin:
     def start(self) -> None:
         """Serve the DRA service first: the kubelet dials it as soon as it sees the registration socket."""
         cfg = self.config
-        write_device_files(cfg.state_dir, cfg.node_name, VIA_DRA, self.inventory.gpus)
+        if cfg.exposure == EXPOSURE_FILES:
+            write_device_files(cfg.state_dir, cfg.node_name, VIA_DRA, self.inventory.gpus)
         self._dra_server = start_server(cfg.dra_socket, lambda s: add_dra_services(s, self.preparer))
         registration = RegistrationService("DRAPlugin", cfg.driver_name, str(cfg.dra_socket),
                                            SUPPORTED_SERVICES, self._on_registration_status)

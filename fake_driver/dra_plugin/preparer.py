@@ -11,7 +11,7 @@ from fake_driver import cdi
 from fake_driver.dra_plugin.checkpoint import Allocation, Checkpoint, PreparedClaim
 from fake_driver.dra_plugin.kube_api import KubeApi, Object
 from fake_driver.defects import neighbour
-from fake_driver.exposure import VIA_DRA, ContainerEdits, container_edits, write_device_files
+from fake_driver.exposure import EXPOSURE_FILES, VIA_DRA, ContainerEdits, container_edits, env_value, write_device_files
 from fake_driver.inventory import Gpu, NodeInventory
 
 
@@ -41,7 +41,8 @@ class PrepareError(Exception):
 
 class ClaimPreparer:
     def __init__(self, api: KubeApi, driver_name: str, inventory: NodeInventory,
-                 state_dir: Path, cdi_dir: Path, checkpoint: Checkpoint, defects: frozenset[str] = frozenset()):
+                 state_dir: Path, cdi_dir: Path, checkpoint: Checkpoint, defects: frozenset[str] = frozenset(),
+                 exposure: str = EXPOSURE_FILES):
         self._api = api
         self._driver = driver_name
         self._inventory = inventory
@@ -51,6 +52,7 @@ class ClaimPreparer:
         self._checkpoint = checkpoint
         self._lock = threading.Lock()  # the kubelet may call concurrently; one checkpoint file
         self._defects = defects
+        self._exposure = exposure  # fake_driver.exposure: how containers are told their devices
 
     def spec_path(self, claim_uid: str) -> Path:
         return self._kind.spec_path(self._cdi_dir, claim_uid)
@@ -115,7 +117,8 @@ class ClaimPreparer:
             return ()
         if "fail-multi-device-prepare" in self._defects and len(gpus) > 1:
             raise PrepareError(f"defect fail-multi-device-prepare: refusing {len(gpus)} devices")
-        write_device_files(self._state_dir, self._inventory.node_name, VIA_DRA, self._inventory.gpus)
+        if self._exposure == EXPOSURE_FILES:
+            write_device_files(self._state_dir, self._inventory.node_name, VIA_DRA, self._inventory.gpus)
         spec_devices = [
             cdi.CdiDevice(name=self.cdi_device_name(claim_uid, gpu), edits=self._edits(gpu, last=i == len(gpus) - 1))
             for i, gpu in enumerate(gpus.values())
@@ -135,11 +138,12 @@ class ClaimPreparer:
         """What a container using `gpu` gets; the self-check defects bend it (off by default)."""
         gpus = self._inventory.gpus
         shown = neighbour(gpus, gpu) if "prepare-next-device" in self._defects else gpu
-        edits = container_edits(self._state_dir, VIA_DRA, [shown])
+        edits = container_edits(self._state_dir, VIA_DRA, [shown], self._exposure)
         if "extra-device" in self._defects and last:
-            extra = container_edits(self._state_dir, VIA_DRA, [neighbour(gpus, gpu)])
+            extra = container_edits(self._state_dir, VIA_DRA, [neighbour(gpus, gpu)], self._exposure)
             edits = ContainerEdits({**edits.env, **extra.env}, [*edits.mounts, *extra.mounts])
         if "env-names-other-gpu" in self._defects:
-            edits = ContainerEdits({name: neighbour(gpus, shown).uuid for name in edits.env}, edits.mounts)
+            edits = ContainerEdits({name: env_value(neighbour(gpus, shown), self._exposure) for name in edits.env},
+                                   edits.mounts)
         return edits
 

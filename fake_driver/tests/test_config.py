@@ -62,6 +62,20 @@ deleteSlicesOnExit: false
     assert overridden.delete_slices_on_exit is True
 
 
+def test_node_devices_patterns_match_node_names_exact_names_first(tmp_path):
+    path = write_yaml(tmp_path, "devicesPerNode: 4\nnodeDevices: {'*-worker2': 2, 'kind-worker2': 6, '*-worker': 36}\n")
+    count = {node: load_config({"FAKE_GPU_CONFIG": path, "NODE_NAME": node}).device_count
+             for node in ("kind-worker", "kind-worker2", "other-worker2", "kind-worker3")}
+    assert count == {"kind-worker": 36, "kind-worker2": 6, "other-worker2": 2, "kind-worker3": 4}
+
+
+def test_exposure_is_files_unless_set_and_unknown_ones_are_named():
+    assert load_config({"NODE_NAME": "n"}).exposure == "files"
+    assert load_config({"NODE_NAME": "n", "FAKE_GPU_EXPOSURE": "env-names"}).exposure == "env-names"
+    with pytest.raises(ConfigError, match="exposure .*'mounts' is not one of files, env-names"):
+        load_config({"NODE_NAME": "n", "FAKE_GPU_EXPOSURE": "mounts"})
+
+
 @pytest.mark.parametrize("env,expected", [
     ({}, "NODE_NAME is not set"),
     ({"FAKE_GPU_PROFILE": "amd"}, "profile 'amd' is unknown; choose one of: generic, nvidia"),

@@ -18,6 +18,7 @@ from fake_driver._gen import deviceplugin_v1beta1_pb2 as pb
 from fake_driver._gen import deviceplugin_v1beta1_pb2_grpc as pb_grpc
 from fake_driver.config import DriverConfig
 from fake_driver.device_plugin.plugin import DevicePlugin
+from fake_driver.device_plugin.service import DevicePluginService
 from fake_driver.grpc_unix import channel, start_server, stop_server
 from fake_driver.probe_output import parse_probe_output
 from fake_driver.tests.helpers import fake_container, run_probe, wait_for
@@ -131,6 +132,18 @@ def test_allocate_follows_the_exposure_contract(config, kubelet, running, short_
     assert [(g.uuid, g.index, g.node, g.model, g.via, g.env) for g in seen] == sorted(
         (g.uuid, g.index, "node-a", "FAKE-GPU-80GB", "device-plugin", "ok") for g in (gpus[0], gpus[2]))
 
+
+
+def test_env_names_exposure_names_the_devices_it_allocates(make_config):
+    """Same GPUs, second personality: only GPU_DEVICE_<index>=<device name>, no mounts."""
+    config = make_config(FAKE_GPU_EXPOSURE="env-names")
+    gpus = config.inventory().gpus
+    service = DevicePluginService(config.inventory(), config.state_dir, None, exposure=config.exposure)
+    response = service.Allocate(pb.AllocateRequest(container_requests=[
+        pb.ContainerAllocateRequest(devices_ids=[gpus[2].uuid, gpus[0].uuid])]), context=None)
+    [entry] = response.container_responses
+    assert dict(entry.envs) == {"GPU_DEVICE_2": "gpu-2", "GPU_DEVICE_0": "gpu-0"}
+    assert not entry.mounts and not (config.state_dir / "devices").exists()
 
 def test_preferred_allocation_keeps_required_then_lowest_index(config, kubelet, running):
     kubelet.next_request()

@@ -277,6 +277,22 @@ def test_long_registration_socket_names_are_hashed(make_config):
     assert config.pod_uid not in socket.name, "the long name should have been replaced by its hash"
 
 
+
+def test_env_names_exposure_tells_device_names_and_mounts_nothing(make_config, api):
+    """The second personality: environment variables only, naming each device by its slice name."""
+    named = DraPlugin(make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_EXPOSURE="env-names"), api,
+                      resync_seconds=3600)
+    named.start()
+    try:
+        assert prepare(named, VERSIONS[0]).claims[UID].error == ""
+        spec = json.loads((named.config.cdi_dir / f"k8s.{DRIVER}_gpu-{UID}.json").read_text())
+        edits = [d["containerEdits"] for d in spec["devices"]]
+        assert [e["env"] for e in edits] == [["GPU_DEVICE_1=gpu-1"], ["GPU_DEVICE_3=gpu-3"]]
+        assert not any(e.get("mounts") for e in edits)
+        assert not (named.config.state_dir / "devices").exists()
+    finally:
+        named.shutdown()
+
 def _probe_prepared(plugin: DraPlugin, root: Path) -> list[tuple[str, str]]:
     """(uuid, env state) per device a container built from the claim's CDI spec sees."""
     spec = json.loads((plugin.config.cdi_dir / f"k8s.{DRIVER}_gpu-{UID}.json").read_text())
