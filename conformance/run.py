@@ -1,10 +1,11 @@
 """`python -m conformance.run`: the whole conformance job.
 
 kind mode (default): per Kubernetes version, build/reuse a kind cluster (topology `dra`),
-deploy the fake driver, run the suite (a parallel stage, then a serial one), then the
-mixed-node tests on a `mixed` cluster, the gate cycle on a `gate-cycle` cluster (versions
-whose gate can be switched off) and the upgrade to the next pinned minor and back on an
-`upgrade` cluster (from the oldest pinned version), and report per version.
+deploy the fake driver as each profile describes it (one after the other on the same cluster),
+run the suite (a parallel stage, then a serial one), then the mixed-node tests on a `mixed`
+cluster the same way, and, with the first profile, the gate cycle on a `gate-cycle` cluster
+(versions whose gate can be switched off) and the upgrade to the next pinned minor and back on an
+`upgrade` cluster (from the oldest pinned version); a report per version and profile.
 Existing-cluster mode (--kubeconfig): the same against a cluster and driver you bring,
 creating no kind cluster. Reports go to --out/<target>/: JUnit XML, Allure results,
 summary.json/.md per requirement, and a results bundle (.tar.gz).
@@ -21,6 +22,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from clusters import lifecycle
@@ -36,7 +38,18 @@ from kube.features import VERSIONS, DRAExtendedResource
 from kube.waits import WaitTimeout, set_timeout_scale
 
 
-Stage = Callable[[Path, argparse.Namespace, Path], list[int]]
+@dataclass
+class Report:
+    """One report directory: a profile's verdicts on one cluster version (or existing cluster)."""
+    profile: profiles.Profile
+    profile_arg: str  # as given (name or absolute path), passed on to the suite's pytest
+    out: Path
+    context: dict
+    started: float
+    preflight_file: Path | None = None  # the latest preflight, given to the suite
+
+
+Stage = Callable[[Path, argparse.Namespace, Report], list[int]]
 
 
 def log(message: str) -> None:
@@ -86,20 +99,21 @@ def write_junit_error(path: Path, stage: str, reason: str) -> None:
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Namespace, out: Path,
+def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Namespace, report: Report,
               marker: str, workers: int) -> int:
+    out = report.out
     cmd = [sys.executable, "-m", "pytest", *PYTEST_CONFIG, *paths, "-p", "no:cacheprovider", "-m", marker,
-           f"--kubeconfig={kubeconfig}", f"--profile={args.profile}",
+           f"--kubeconfig={kubeconfig}", f"--profile={report.profile_arg}",
            f"--results-json={out / 'results.jsonl'}", f"--junitxml={out / f'junit-{name}.xml'}",
            f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE",
            f"--timeout-scale={args.timeout_scale}",
-           *([f"--preflight={args.preflight_file}"] if args.preflight_file else []),
+           *([f"--preflight={report.preflight_file}"] if report.preflight_file else []),
            "-o", "junit_family=xunit1",  # keeps the checks tests record as JUnit properties
            # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
            *(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else [])]
     if workers > 1:
         cmd += ["-n", str(workers)]
-    log(f"stage {name}: {' '.join(cmd[3:])}")
+    log(f"stage {name} ({report.profile.name}): {' '.join(cmd[3:])}")
     start = time.monotonic()
     try:
         code = subprocess.call(cmd, cwd=REPO_ROOT)
@@ -111,49 +125,56 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
     return 0 if code == 5 else code  # 5: the stage selected no test; a signal gives a negative code
 
 
-def main_stages(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
+def main_stages(kubeconfig: Path, args: argparse.Namespace, report: Report) -> list[int]:
     """The suite on a cluster whose nodes serve the name through DRA only."""
     paths = [str(SUITE), *(f"--ignore={d}" for d in (MIXED_SUITE, GATE_CYCLE_SUITE, UPGRADE_SUITE))]
-    codes = [run_stage("parallel", paths, kubeconfig, args, out, "not serial", args.parallel)]
+    codes = [run_stage("parallel", paths, kubeconfig, args, report, "not serial", args.parallel)]
     if not args.no_serial:
-        codes.append(run_stage("serial", paths, kubeconfig, args, out, "serial", 1))
+        codes.append(run_stage("serial", paths, kubeconfig, args, report, "serial", 1))
     return codes
 
 
-def mixed_stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
-    paths = [str(MIXED_SUITE)]
-    if profiles.load(args.profile).deploy != "fake-driver":
-        # Migrations relabel nodes so the fake driver's DaemonSets move; a vendor's cannot.
-        paths.append(f"--ignore={MIXED_SUITE / 'test_migration.py'}")
-    return [run_stage("mixed", paths, kubeconfig, args, out, "serial", 1)]
+def mixed_stage(kubeconfig: Path, args: argparse.Namespace, report: Report) -> list[int]:
+    # Tests needing a profile capability (nodeModes) report "not applicable" without it.
+    return [run_stage("mixed", [str(MIXED_SUITE)], kubeconfig, args, report, "serial", 1)]
 
 
 def serial_suite_stage(name: str, suite: Path) -> Stage:
     """A stage running one suite directory's tests alone (they change the cluster in place)."""
-    def stage(kubeconfig: Path, args: argparse.Namespace, out: Path) -> list[int]:
-        return [run_stage(name, [str(suite)], kubeconfig, args, out, "serial", 1)]
+    def stage(kubeconfig: Path, args: argparse.Namespace, report: Report) -> list[int]:
+        return [run_stage(name, [str(suite)], kubeconfig, args, report, "serial", 1)]
     return stage
 
 
-def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, bool]) -> list[tuple[str, Stage]]:
-    """(topology, stage) pairs to run for one version, each on its own cluster."""
-    plan: list[tuple[str, Stage]] = [("dra", main_stages)]
+@dataclass(frozen=True)
+class Step:
+    topology: str
+    stage: Stage
+    every_profile: bool  # False: the first profile only (stages about Kubernetes changing in place)
+
+
+def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, bool]) -> list[Step]:
+    """The stages to run for one version, each on a cluster of its own topology."""
+    plan = [Step("dra", main_stages, True)]
     if not args.no_mixed:
-        plan.append(("mixed", mixed_stage))
+        plan.append(Step("mixed", mixed_stage, True))
     if gates:
         log(f"{version.tag}: no gate-cycle or upgrade stage with --feature-gates (they start from the defaults)")
         return plan
+    # Switching gates and versions tests Kubernetes with a running driver; six more cluster
+    # changes per profile would double the job for little: the first profile runs them.
     if not args.no_gate_cycle and not gate_stage(version).gate_locked:
-        plan.append(("gate-cycle", serial_suite_stage("gate-cycle", GATE_CYCLE_SUITE)))
+        plan.append(Step("gate-cycle", serial_suite_stage("gate-cycle", GATE_CYCLE_SUITE), False))
     pinned = sorted(supported_versions())
     if not args.no_upgrade and version == pinned[0] and len(pinned) > 1:
-        plan.append(("upgrade", serial_suite_stage("upgrade", UPGRADE_SUITE)))
+        plan.append(Step("upgrade", serial_suite_stage("upgrade", UPGRADE_SUITE), False))
     return plan
 
 
-def finish(out: Path, context: dict, started: float) -> dict[str, int]:
-    """Summary, context and bundle of one target, from whatever ran (also after an error or interrupt)."""
-    context["wall_clock_s"] = round(time.monotonic() - started)
+def finish(report: Report) -> dict[str, int]:
+    """Summary, context and bundle of one report, from whatever ran (also after an error or interrupt)."""
+    out, context = report.out, report.context
+    context["wall_clock_s"] = round(time.monotonic() - report.started)
     stages = out / "stages.jsonl"
     context["stages"] = [json.loads(line) for line in stages.read_text().splitlines()] if stages.exists() else []
     counts = summary.write(summary.read_records(out / "results.jsonl"), out, context)
@@ -186,15 +207,15 @@ def describe(api: Api, context: dict) -> None:
                    kubelets=sorted({n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes}))
 
 
-def run_preflight(api: Api, profile: profiles.Profile, context: dict, args: argparse.Namespace, out: Path,
-                  stage: str) -> bool:
+def run_preflight(api: Api, report: Report, stage: str) -> bool:
     """Preflight of one cluster: each item becomes a verdict in the summary; the suite's tests get
     the file and fail with a failed item as their cause. True when nothing failed."""
+    context = report.context
     server = KubeVersion.parse(context["server"].split("+")[0].split("-")[0])
     expected = VERSIONS.gate_on((server.major, server.minor), context.get("gate_enabled"))
-    items = preflight.run(api, profile, (server.major, server.minor), expected)
-    args.preflight_file = out / f"preflight-{stage}.json"
-    preflight.save(items, args.preflight_file)
+    items = preflight.run(api, report.profile, (server.major, server.minor), expected)
+    report.preflight_file = report.out / f"preflight-{stage}.json"
+    preflight.save(items, report.preflight_file)
     context["preflight"] += [{**vars(i), "name": f"{stage}: {i.name}"} for i in items]
     if preflight.failed(items):
         log(f"preflight failed on {stage}: {preflight.one_line(items)}")
@@ -203,69 +224,90 @@ def run_preflight(api: Api, profile: profiles.Profile, context: dict, args: argp
     return True
 
 
-def install_and_check_driver(api: Api, kubectl: Callable[..., str], profile: profiles.Profile,
-                             images: BuiltImages | None, context: dict, args: argparse.Namespace, out: Path,
-                             stage: str) -> bool:
+def install_and_check_driver(api: Api, kubectl: Callable[..., str], report: Report, images: BuiltImages | None,
+                             args: argparse.Namespace, stage: str) -> bool:
+    profile = report.profile
     if profile.deploy == "fake-driver" and (images or args.install_fake_driver):
-        log(f"{stage}: deploying the fake driver")
+        log(f"{stage}: deploying the fake driver as profile {profile.name}")
         driver_setup.deploy_fake_driver(kubectl, profile, (images or BuiltImages.load()).driver)
-    describe(api, context)
+    describe(api, report.context)
     try:
         driver_setup.wait_publishing(api, profile)
     except WaitTimeout as err:  # preflight names what is missing
         log(f"{stage}: {err}")
-    return run_preflight(api, profile, context, args, out, stage)
+    return run_preflight(api, report, stage)
 
 
-def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, profile: profiles.Profile,
-                    args: argparse.Namespace, out: Path, context: dict) -> bool:
-    """One (topology, stage) on a cluster made for it; the cluster goes afterwards (unless --keep),
-    whatever happened. True when the stage passed."""
-    steps = StageLog(out)
+def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, reports: list[Report],
+                    args: argparse.Namespace) -> bool:
+    """One stage on a cluster made for it, once per report's profile (the fake driver of one
+    profile is removed before the next one's is deployed); the cluster goes afterwards (unless
+    --keep), whatever happened. True when every profile's stage passed."""
+    first = reports[0].out
     cluster = None
-    passed = False
+    passed = True
     try:
-        with steps.step(f"{spec.topology} cluster", out):
-            cluster = lifecycle.ensure(spec, images, failure_logs=out / "diagnostics" / f"cluster-{spec.name}")
-        with steps.step(f"{spec.topology} driver", out):
-            api = Api(cluster.kubeconfig)
-            ready = install_and_check_driver(api, cluster.kubectl, profile, images, context, args, out, spec.topology)
-        codes = stage(cluster.kubeconfig, args, out)
-        passed = ready and all(code == 0 for code in codes)
-    except Exception as err:  # recorded by steps.step; the next topology may still give verdicts
+        with StageLog(first).step(f"{spec.topology} cluster", first):
+            cluster = lifecycle.ensure(spec, images, failure_logs=first / "diagnostics" / f"cluster-{spec.name}")
+        previous: Report | None = None
+        for report in reports:
+            try:
+                with StageLog(report.out).step(f"{spec.topology} driver", report.out):
+                    api = Api(cluster.kubeconfig)
+                    if previous is not None:
+                        log(f"{spec.topology}: removing the fake driver of profile {previous.profile.name}")
+                        driver_setup.uninstall_fake_driver(cluster.kubectl, previous.profile, images.driver)
+                    previous = report
+                    ready = install_and_check_driver(api, cluster.kubectl, report, images, args, spec.topology)
+                codes = stage(cluster.kubeconfig, args, report)
+                passed &= ready and all(code == 0 for code in codes)
+            except Exception as err:  # recorded by the step; the next profile or topology may still give verdicts
+                passed = False
+                log(f"{spec.topology} on {spec.version.tag} ({report.profile.name}): {type(err).__name__}: {err}")
+    except Exception as err:  # the cluster: recorded by its step
+        passed = False
         log(f"{spec.topology} on {spec.version.tag}: {type(err).__name__}: {err}")
     finally:
         if cluster is not None:
             if not passed:
-                cluster.export_logs(out / "diagnostics" / f"cluster-{spec.name}")
+                cluster.export_logs(first / "diagnostics" / f"cluster-{spec.name}")
             if not args.keep:
                 lifecycle.delete(cluster.name)
     return passed
 
 
-def on_kind(args: argparse.Namespace, profile: profiles.Profile) -> int:
+def report_name(spec: ClusterSpec, profile: profiles.Profile, first: bool) -> str:
+    """The first profile's report keeps the cluster's name; the others add their profile's."""
+    return spec.name if first else f"{spec.name}-{profile.name}"
+
+
+def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]) -> int:
     images = BuiltImages.load()
     gates = parse_gates(args.feature_gates)
     versions = [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions()
     passed = True
     outs: list[Path] = []
     for version in versions:
-        started = time.monotonic()
-        out = fresh(args.out / ClusterSpec("dra", version, gates=gates).name)
-        outs.append(out)
-        context = base_context(out.name, profile, version.tag, gates.get(DRAExtendedResource))
+        main = ClusterSpec("dra", version, gates=gates)
+        reports = []
+        for i, (arg, profile) in enumerate(chosen):
+            out = fresh(args.out / report_name(main, profile, i == 0))
+            reports.append(Report(profile, arg, out, base_context(out.name, profile, version.tag,
+                                                                   gates.get(DRAExtendedResource)), time.monotonic()))
+        outs += [r.out for r in reports]
         try:
-            for topology, stage in kind_plan(version, args, gates):
-                passed &= on_kind_cluster(ClusterSpec(topology, version, gates=gates), stage, images, profile,
-                                          args, out, context)
+            for step in kind_plan(version, args, gates):
+                passed &= on_kind_cluster(ClusterSpec(step.topology, version, gates=gates), step.stage, images,
+                                          reports if step.every_profile else reports[:1], args)
         finally:  # after an interrupt too: the partial summary shows the interrupted stage
-            finish(out, context, started)
+            for report in reports:
+                finish(report)
             (args.out / "coverage.md").write_text(coverage.table([json.loads((o / "summary.json").read_text())
                                                                    for o in outs]))
     return 0 if passed else 1
 
 
-def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
+def on_existing(args: argparse.Namespace, arg: str, profile: profiles.Profile) -> int:
     api = Api(args.kubeconfig)
     try:
         server = api.server_version()
@@ -276,23 +318,23 @@ def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
     if lacking:
         raise CommandError(f"the credentials in {args.kubeconfig} lack {len(lacking)} permission(s) the suite needs: "
                            + ", ".join(f"{p}" + (f" ({p.why})" if p.why else "") for p in lacking))
-    started, out = time.monotonic(), fresh(args.out / "existing")
-    context = base_context("existing", profile, server, None)
+    out = fresh(args.out / "existing")
+    report = Report(profile, arg, out, base_context("existing", profile, server, None), time.monotonic())
     passed = False
     kubectl = lifecycle.kubectl_runner(args.kubeconfig)
     try:
         with StageLog(out).step("driver", out):
-            ready = install_and_check_driver(api, kubectl, profile, None, context, args, out, "existing")
-        codes = main_stages(args.kubeconfig, args, out)
+            ready = install_and_check_driver(api, kubectl, report, None, args, "existing")
+        codes = main_stages(args.kubeconfig, args, report)
         # The mixed tests need nodes that serve the name through a device plugin.
         selector = ",".join(f"{k}={v}" for k, v in profile.device_plugin_node_selector.items())
         if selector and api.list("v1", "Node", label_selector=selector) and not args.no_mixed:
-            codes += mixed_stage(args.kubeconfig, args, out)
+            codes += mixed_stage(args.kubeconfig, args, report)
         passed = ready and all(code == 0 for code in codes)
     except Exception as err:  # recorded by the step
         log(f"existing cluster: {type(err).__name__}: {err}")
     finally:
-        finish(out, context, started)
+        finish(report)
         if not args.keep_namespaces:  # also what tests left when interrupted before their teardown
             swept = cleanup.sweep(api)
             log(f"removed {len(swept)} object(s) the suite had left: {', '.join(swept)}" if swept else
@@ -306,8 +348,9 @@ def on_existing(args: argparse.Namespace, profile: profiles.Profile) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m conformance.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--profile", help="driver profile name (fixtures/profiles) or path; required with --kubeconfig "
-                                     "(kind mode: fake-gpu)")
+    p.add_argument("--profile", help="driver profile name (fixtures/profiles) or path; required with --kubeconfig. "
+                                     "kind mode: comma-separated profiles of the fake driver, run one after the "
+                                     "other on each cluster (default: fake-gpu)")
     p.add_argument("--install-fake-driver", action="store_true",
                    help="with --kubeconfig: install the project's fake driver (a deploy: fake-driver profile) into "
                         "that cluster to try the suite out; removed again at the end unless --keep")
@@ -327,24 +370,30 @@ def main(argv: list[str] | None = None) -> int:
                    help="keep each test's namespace (its pods keep their devices: later tests may starve)")
     p.add_argument("--out", type=Path, default=REPORTS_DIR, help="report directory")
     args = p.parse_args(argv)
-    args.preflight_file = ""
     # The suite's pytest runs in REPO_ROOT: paths given relative to here must not move with it.
     args.out = args.out.absolute()
     args.kubeconfig = args.kubeconfig and args.kubeconfig.absolute()
-    if args.profile and Path(args.profile).suffix:  # a path, not a profile name
-        args.profile = str(Path(args.profile).absolute())
     # SIGTERM (a CI job cancelled, `kill`) is handled like Ctrl-C: partial summary, clusters deleted.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         set_timeout_scale(args.timeout_scale)
         if args.kubeconfig and not args.profile:
             raise CommandError("--kubeconfig needs --profile: the suite must be told which driver it certifies")
-        args.profile = args.profile or "fake-gpu"
-        profile = profiles.load(args.profile)  # a bad profile stops us before anything is created
-        if args.kubeconfig and profile.deploy == "fake-driver" and not args.install_fake_driver:
-            raise CommandError(f"profile {profile.name} describes the project's fake driver; pass --install-fake-driver "
-                               "to install it into this cluster, or give your driver's profile (deploy: preinstalled)")
-        return on_existing(args, profile) if args.kubeconfig else on_kind(args, profile)
+        chosen = load_profiles(args.profile or "fake-gpu")  # a bad profile stops us before anything is created
+        if args.kubeconfig:
+            if len(chosen) > 1:
+                raise CommandError("--kubeconfig takes one profile: the driver installed in that cluster")
+            arg, profile = chosen[0]
+            if profile.deploy == "fake-driver" and not args.install_fake_driver:
+                raise CommandError(f"profile {profile.name} describes the project's fake driver; pass "
+                                   "--install-fake-driver to install it into this cluster, or give your driver's "
+                                   "profile (deploy: preinstalled)")
+            return on_existing(args, arg, profile)
+        not_fake = [p.name for _, p in chosen if p.deploy != "fake-driver"]
+        if not_fake:
+            raise CommandError(f"kind mode deploys the project's fake driver, but profile(s) {', '.join(not_fake)} "
+                               "describe a preinstalled driver: run them with --kubeconfig against your cluster")
+        return on_kind(args, chosen)
     except (profiles.ProfileError, TopologyError, UnknownVersionError, ImagesMissingError, CommandError,
             ValueError) as err:
         log(f"error: {err}")
@@ -352,6 +401,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         log("interrupted: partial summaries written, clusters deleted (unless --keep)")
         return 130
+
+
+def load_profiles(text: str) -> list[tuple[str, profiles.Profile]]:
+    """Comma-separated profile names or paths -> (what the suite's pytest gets, profile), each
+    loaded (every problem of each named at once); paths are made absolute, as pytest runs elsewhere."""
+    args = [str(Path(a).absolute()) if Path(a).suffix else a for a in (t.strip() for t in text.split(",")) if a]
+    if not args:
+        raise CommandError("--profile names no profile")
+    problems, chosen = [], []
+    for arg in args:
+        try:
+            chosen.append((arg, profiles.load(arg)))
+        except profiles.ProfileError as err:
+            problems.append(str(err))
+    if problems:
+        raise profiles.ProfileError("\n".join(problems))
+    names = [p.name for _, p in chosen]
+    if len(set(names)) != len(names):
+        raise CommandError(f"--profile names a profile twice: {', '.join(names)}")
+    return chosen
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -19,6 +19,9 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from typing import NoReturn
+
+import pytest
 
 PASSED = "passed"
 FAILED = "failed"
@@ -138,6 +141,13 @@ class Checks:
 
     def not_applicable(self, rid: str, reason: str) -> None:
         self._record(Check(rid, NOT_APPLICABLE, reason))
+
+    def skip_not_applicable(self, reason: str) -> NoReturn:
+        """None of the test's requirements can be evaluated here (version, gate or profile
+        capability): record each as not applicable with `reason`, and skip the test."""
+        for rid in sorted(self.allowed):
+            self.not_applicable(rid, reason)
+        pytest.skip(reason)
 
     @property
     def failures(self) -> list[Check]:

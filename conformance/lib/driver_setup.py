@@ -21,7 +21,9 @@ def fake_driver_values(profile: Profile, image: str) -> dict[str, str]:
     return {"PROFILE": profile.fake_driver_inventory, "IMAGE": image, "DRIVER_NAME": profile.driver,
             "EXTENDED_RESOURCE_NAME": profile.extended_resource_name,
             "RESOURCE_NAME": profile.extended_resource_name,
-            "DEVICES_PER_NODE": str(profile.devices_per_node),
+            # the profile's counts verbatim (the driver matches node names the same way); none else
+            "NODE_DEVICES": json.dumps(profile.device_counts), "DEVICES_PER_NODE": "0",
+            "EXPOSURE": profile.fake_driver_exposure,
             "DEFECTS": json.dumps(list(profile.fake_driver_defects))}
 
 
@@ -53,12 +55,12 @@ def wait_published(api: Api, profile: Profile, timeout: float = 180) -> dict[str
     if not nodes:
         raise RuntimeError(f"no node matches the profile's DRA node selector {profile.dra_node_selector}")
     start = time.monotonic()
-    wait_for(lambda: all(published_devices(api, profile)[n] == profile.devices_per_node for n in nodes),
-             timeout=timeout, what=f"{profile.driver} to publish {profile.devices_per_node} devices on {nodes}",
+    expected = {n: profile.devices_on(n) for n in nodes}
+    wait_for(lambda: {n: published_devices(api, profile)[n] for n in nodes} == expected,
+             timeout=timeout, what=f"{profile.driver} to publish {expected} devices",
              describe=lambda: str(dict(published_devices(api, profile))), interval=2)
-    print(f"[driver] {profile.driver}: {profile.devices_per_node} devices on each of {nodes} "
-          f"after {time.monotonic() - start:.0f} s", flush=True)
-    return {n: profile.devices_per_node for n in nodes}
+    print(f"[driver] {profile.driver}: devices {expected} after {time.monotonic() - start:.0f} s", flush=True)
+    return expected
 
 
 def wait_publishing(api: Api, profile: Profile, timeout: float = 180, steady: float = 10) -> dict[str, int]:
@@ -74,7 +76,7 @@ def wait_publishing(api: Api, profile: Profile, timeout: float = 180, steady: fl
         counts = {n: published_devices(api, profile)[n] for n in nodes}
         if counts != last:
             last, since = counts, time.monotonic()
-        if all(c == profile.devices_per_node for c in counts.values()):
+        if all(c == profile.devices_on(n) for n, c in counts.items()):
             return True
         return all(counts.values()) and time.monotonic() - since >= steady
 

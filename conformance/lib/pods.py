@@ -34,6 +34,14 @@ def pod(name: str, containers: list[Obj], init: list[Obj] | None = None, restart
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
+def pinned(p: Obj, node: str) -> Obj:
+    """`p`, placeable only on `node` (node affinity on metadata.name: the scheduler still decides,
+    unlike spec.nodeName, so allocation and its failures happen as for any pod)."""
+    p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+    return p
+
+
 def get(api: Api, namespace: str, name: str) -> Obj:
     found = api.get("v1", "Pod", name, namespace)
     assert found is not None, f"pod {namespace}/{name} does not exist"

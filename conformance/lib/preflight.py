@@ -92,8 +92,8 @@ def slice_items(api: Api, profile: Profile) -> list[Item]:
     if not nodes:
         return [Item("devices", FAILED, f"no node matches the profile's DRA node selector {profile.dra_node_selector}")]
     published = published_devices(api, profile)
-    return [Item(f"devices ({node})", PASSED if published[node] == profile.devices_per_node else FAILED,
-                 f"{profile.driver} publishes {published[node]} devices, the profile says {profile.devices_per_node}")
+    return [Item(f"devices ({node})", PASSED if published[node] == profile.devices_on(node) else FAILED,
+                 f"{profile.driver} publishes {published[node]} devices, the profile says {profile.devices_on(node)}")
             for node in nodes]
 
 

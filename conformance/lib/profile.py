@@ -9,15 +9,17 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import yaml
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError
 
 from clusters.paths import REPO_ROOT
 from fake_driver.defects import DEFECTS
 
 PROFILES_DIR = REPO_ROOT / "fixtures" / "profiles"
+WORKLOADS_DIR = REPO_ROOT / "fixtures" / "workloads"
 # JSON Schema rather than a model library: the schema file doubles as documentation that
 # vendors' editors can validate their profiles with, and jsonschema reports every error with its path.
 SCHEMA = PROFILES_DIR / "profile.schema.json"
@@ -70,12 +72,26 @@ class NodeState:
 
 
 @dataclass(frozen=True)
+class NodeModeLabel:
+    """Capability: the driver's two plugins follow one node label, so a test can move a node between
+    the device plugin and DRA. Modes are "dra", "device-plugin" and "both"."""
+    label: str
+    values: dict[str, str]  # mode -> label value
+    plugin_pods: dict[str, str]  # "dra" / "device-plugin" -> label selector of that plugin's pods
+
+    def mode(self, value: str | None) -> str | None:
+        """The mode a label value stands for (None: unlabelled or a value of no mode)."""
+        return next((mode for mode, v in self.values.items() if v == value), None)
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     driver: str
     device_class: str
     extended_resource_name: str
-    devices_per_node: int
+    # node name or shell-style pattern -> devices; "*" alone when every node has the same count
+    device_counts: dict[str, int]
     dra_node_selector: dict[str, str]
     device_plugin_node_selector: dict[str, str]
     deploy: str
@@ -87,10 +103,20 @@ class Profile:
     fake_driver_inventory: str = "generic"  # deploy: fake-driver only
     fake_driver_defects: tuple[str, ...] = ()  # deploy: fake-driver only; self-check (fake_driver.defects)
     node_state: NodeState | None = None  # capability: see NodeState
+    node_modes: NodeModeLabel | None = None  # capability: see NodeModeLabel
+    fake_driver_exposure: str = "files"  # deploy: fake-driver only (fake_driver.exposure)
+    workloads: Path | None = None  # directory of the profile's stored workloads
 
     @property
     def implicit_resource_name(self) -> str:
         return f"deviceclass.resource.kubernetes.io/{self.device_class}"
+
+    def devices_on(self, node: str) -> int:
+        """How many devices the driver publishes for `node`, by the profile."""
+        exact = self.device_counts.get(node)
+        if exact is not None:
+            return exact
+        return next((n for pattern, n in self.device_counts.items() if fnmatchcase(node, pattern)), 0)
 
 
 def load(name_or_path: str) -> Profile:
@@ -106,7 +132,7 @@ def load(name_or_path: str) -> Profile:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise ProfileError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
-    problems = schema_problems(raw) or _semantic_problems(raw)
+    problems = schema_problems(raw) or _semantic_problems(raw, path)
     if problems:
         raise ProfileError(f"{path}: {len(problems)} problem(s):\n" + "\n".join(f"  - {p}" for p in problems))
     return _parse(raw, path)
@@ -116,12 +142,19 @@ def schema_problems(raw: object) -> list[str]:
     """What fixtures/profiles/profile.schema.json says is wrong, as `path: message` lines."""
     validator = Draft202012Validator(json.loads(SCHEMA.read_text()))
     errors = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{'.'.join(str(p) for p in e.absolute_path) or '(top level)'}: {e.message}" for e in errors]
+    return [f"{'.'.join(str(p) for p in e.absolute_path) or '(top level)'}: {e.message}{_alternatives(e)}" for e in errors]
 
 
-def _semantic_problems(raw: dict) -> list[str]:
+def _alternatives(error: ValidationError) -> str:
+    """Why each alternative of a oneOf/anyOf failed: 'not valid under any of the given schemas' alone does not say."""
+    reasons = sorted({sub.message for sub in error.context or ()})
+    return f" ({'; '.join(reasons)})" if reasons else ""
+
+
+def _semantic_problems(raw: dict, path: Path) -> list[str]:
     """What a schema cannot say: valid regular expressions with the right groups, a valid
-    extended resource name, known self-check defects."""
+    extended resource name, an existing workload directory, distinct node mode values, known
+    self-check defects."""
     problems = []
     if not EXTENDED_RESOURCE_NAME.match(raw["extendedResourceName"]):
         problems.append(f"extendedResourceName: {raw['extendedResourceName']!r} is not a valid extended resource name")
@@ -137,6 +170,15 @@ def _semantic_problems(raw: dict) -> list[str]:
                 problems.append(f"{where}: needs a named group (?P<{group}>...)")
         except re.error as err:
             problems.append(f"{where}: not a valid regular expression: {err}")
+    workloads = _workloads_dir(raw.get("workloads"), path)
+    if workloads and not workloads.is_dir():
+        problems.append(f"workloads: {raw['workloads']!r} is neither a directory under {WORKLOADS_DIR} nor one "
+                        f"next to the profile ({workloads})")
+    if "nodeModes" in raw and "driverPods" not in raw:
+        problems.append("nodeModes: needs driverPods.namespace, where its plugin pods run")
+    values = list(((raw.get("nodeModes") or {}).get("values") or {}).values())
+    if len(set(values)) != len(values):
+        problems.append(f"nodeModes.values: each mode needs its own label value, got {values}")
     unknown = sorted(set((raw.get("fakeDriver") or {}).get("defects", [])) - set(DEFECTS))
     if unknown:
         problems.append(f"fakeDriver.defects: unknown {', '.join(unknown)} (known: {', '.join(DEFECTS)})")
@@ -145,10 +187,10 @@ def _semantic_problems(raw: dict) -> list[str]:
 
 def _parse(raw: dict, path: Path) -> Profile:
     probe, selectors = raw["probe"], raw["nodeSelector"]
-    state = raw.get("nodeState")
+    state, modes = raw.get("nodeState"), raw.get("nodeModes")
     return Profile(
         name=raw["name"], driver=raw["driver"], device_class=raw["deviceClass"],
-        extended_resource_name=raw["extendedResourceName"], devices_per_node=raw["devicesPerNode"],
+        extended_resource_name=raw["extendedResourceName"], device_counts=_device_counts(raw["devicesPerNode"]),
         dra_node_selector=dict(selectors["dra"]),
         device_plugin_node_selector=dict(selectors.get("devicePlugin", {})),
         deploy=raw.get("deploy", "preinstalled"), workload_image=raw["workloadImage"],
@@ -162,4 +204,22 @@ def _parse(raw: dict, path: Path) -> Profile:
         fake_driver_defects=tuple(raw.get("fakeDriver", {}).get("defects", ())),
         node_state=state and NodeState(tuple(state["command"]), re.compile(state["pattern"], re.MULTILINE),
                                        state["podSelector"]),
+        node_modes=modes and NodeModeLabel(modes["label"], {"dra": modes["values"]["dra"],
+                                                        "device-plugin": modes["values"]["devicePlugin"],
+                                                        "both": modes["values"]["both"]},
+                                       {"dra": modes["draPluginPods"], "device-plugin": modes["devicePluginPods"]}),
+        fake_driver_exposure=raw.get("fakeDriver", {}).get("exposure", "files"),
+        workloads=_workloads_dir(raw.get("workloads"), path),
     )
+
+
+def _device_counts(value: int | dict[str, int]) -> dict[str, int]:
+    return {"*": value} if isinstance(value, int) else dict(value)
+
+
+def _workloads_dir(value: str | None, profile_path: Path) -> Path | None:
+    """A directory under fixtures/workloads by name, else a path (relative to the profile's file)."""
+    if value is None:
+        return None
+    named = WORKLOADS_DIR / value
+    return named if named.is_dir() else (profile_path.parent / value).resolve()

@@ -85,7 +85,7 @@ def test_more_devices_than_any_node_has_stays_pending(target: Target, check: Che
     assert capacity, f"driver {p.driver} publishes no node-local devices"
     # One more than the largest node has: unsatisfiable however busy the other tests keep the
     # cluster, so this test needs no serial slot.
-    want = max([*capacity.values(), p.devices_per_node]) + 1
+    want = max([*capacity.values(), *(p.devices_on(n) for n in capacity)]) + 1
     if want > CLAIM_LIMIT:
         check.not_applicable("ALLOC-2", f"a node publishes {want - 1} devices: asking for more would hit the "
                                         f"{CLAIM_LIMIT}-device claim limit (ALLOC-3) rather than too few devices")
@@ -116,11 +116,9 @@ def test_more_than_32_devices_stays_pending(target: Target, check: Checks, names
                                         f"devices per node: no node publishes more than {CLAIM_LIMIT} devices, so the "
                                         f"{CLAIM_LIMIT}-device limit cannot be told apart from too few devices")
         return
-    pod = pods.pod("over-32", [pods.container("main", p, {p.extended_resource_name: CLAIM_LIMIT + 1})])
     # On a node that has the devices, only the claim limit can keep the pod Pending.
-    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [large[0]]}]}]}}}
-    api.create(pod, namespace)
+    api.create(pods.pinned(pods.pod("over-32", [pods.container("main", p, {p.extended_resource_name: CLAIM_LIMIT + 1})]),
+                           large[0]), namespace)
     # The limit surfaces as reason SchedulerError on 1.36 and 1.37 (docs/findings.md): any reason will do.
     pods.check_stays_unscheduled(api, check, namespace, "over-32", "NEG-4", duration=15, reason=None)
     with check("ALLOC-3", observed=lambda: pods.unscheduled_state(api, namespace, "over-32")):
@@ -134,6 +132,11 @@ def test_more_than_32_devices_stays_pending(target: Target, check: Checks, names
             f"neither the FailedScheduling events nor PodScheduled name the {CLAIM_LIMIT}-device claim limit: {messages}"
 
 
+def _chunks(total: int, size: int) -> list[int]:
+    """`total` split into parts of at most `size`: 70, 32 -> [32, 32, 6]."""
+    return [min(size, total - start) for start in range(0, total, size)]
+
+
 @pytest.mark.serial
 @pytest.mark.requirement("ALLOC-1", "ALLOC-2")
 def test_full_nodes_keep_a_pod_pending_until_devices_are_freed(target: Target, check: Checks, namespace: str) -> None:
@@ -141,26 +144,30 @@ def test_full_nodes_keep_a_pod_pending_until_devices_are_freed(target: Target, c
     capacity = pods.dra_capacity(api, p.driver)
     assert capacity, f"driver {p.driver} publishes no node-local devices"
     fillers: dict[str, tuple[str, list[tuple[str, str]]]] = {}  # pod -> (node, devices)
-    # Largest node first, so each filler can only fit on a node nobody else uses.
-    for i, count in enumerate(sorted(capacity.values(), reverse=True)):
-        name = f"filler-{i}"
-        api.create(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: count})]), namespace)
-        # A prerequisite; generous: devices of pods from earlier tests may still be being released.
-        pod = pods.wait_running(api, namespace, name, timeout=300)
-        status = claim_status(pod) or {}
-        fillers[name] = (pod["spec"]["nodeName"], pods.claim_devices(api, namespace, status.get("resourceClaimName", "")))
+    # Each node filled by pods pinned to it, none asking for more than the claim limit (ALLOC-3).
+    for node, count in sorted(capacity.items()):
+        for i, size in enumerate(_chunks(count, CLAIM_LIMIT)):
+            name = f"filler-{node.rsplit('-', 1)[-1]}-{i}"
+            api.create(pods.pinned(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: size})]), node),
+                       namespace)
+            # A prerequisite; generous: devices of pods from earlier tests may still be being released.
+            pod = pods.wait_running(api, namespace, name, timeout=300)
+            status = claim_status(pod) or {}
+            fillers[name] = (pod["spec"]["nodeName"], pods.claim_devices(api, namespace, status.get("resourceClaimName", "")))
     with check("ALLOC-1"):
-        nodes = [node for node, _ in fillers.values()]
-        assert len(set(nodes)) == len(nodes), f"two node-filling pods share a node: {fillers}"
         all_devices = [d for _, devs in fillers.values() for d in devs]
         assert len(all_devices) == sum(capacity.values()) == len(set(all_devices)), \
             f"fillers hold {len(all_devices)} devices ({len(set(all_devices))} distinct), nodes have {capacity}: {fillers}"
+        nodes = pods.pool_nodes(api, p.driver)
+        strays = {name: devs for name, (node, devs) in fillers.items() if {nodes.get(pool) for pool, _ in devs} != {node}}
+        assert not strays, f"fillers got devices of another node than their own: {strays} (pools: {nodes})"
 
     api.create(pods.pod("extra", [pods.container("main", p, {p.extended_resource_name: 1})]), namespace)
     pods.check_stays_unscheduled(api, check, namespace, "extra", "ALLOC-2", duration=15)
 
-    freed_node, freed = fillers.pop("filler-0")
-    api.delete("v1", "Pod", "filler-0", namespace)
+    first = next(iter(fillers))
+    freed_node, freed = fillers.pop(first)
+    api.delete("v1", "Pod", first, namespace)
     with check("ALLOC-2", stop=True):
         pod = pods.wait_running(api, namespace, "extra", timeout=180)
     served = scenario.verify_served(target, check, pod)

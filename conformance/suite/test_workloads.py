@@ -1,19 +1,19 @@
-"""Workloads as people write them today (fixtures/workloads/*.yaml), applied unmodified.
+"""Workloads as people write them today, applied unmodified: the profile's stored workload set
+(`workloads:`, e.g. fixtures/workloads/nvidia-gpu/*.yaml).
 
-The manifests ask for `nvidia.com/gpu` the device-plugin way (limits only, no ResourceClaim
-in the pod). Each pod they produce must run with a special claim whose requests use the class
-each name resolves to, every container's probe must show exactly its devices, and no device
-may be shared between pods of the workload.
+The manifests ask for the profile's extended resource name the device-plugin way (limits only,
+no ResourceClaim in the pod). Each pod they produce must run with a special claim whose requests
+use the class each name resolves to, every container's probe must show exactly its devices, and
+no device may be shared between pods of the workload. A profile without a workload set gets
+`not applicable`.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
-from clusters.paths import REPO_ROOT
-from conformance.lib import devices as devices_lib, pods, scenario
+from conformance.lib import devices as devices_lib, pods, profile as profiles, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.resolution import misresolved, resolution
 from conformance.lib.special_claim import claim_status, expected_requests, special_claim
@@ -22,11 +22,18 @@ from conformance.lib.workloads import (WORKLOAD_KINDS, apply_manifest, load_mani
 from conformance.suite.conftest import Target
 from kube.waits import wait_for
 
-WORKLOADS = REPO_ROOT / "fixtures" / "workloads"
-MANIFESTS = sorted(WORKLOADS.glob("*.yaml"))
-# What the stored manifests were written for: the default profile (fake-gpu).
-WRITTEN_FOR = {"names": {"nvidia.com/gpu", "deviceclass.resource.kubernetes.io/gpu.nvidia.com"},
-               "class": "gpu.nvidia.com", "image": "kep5004/gpu-workload:v1"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One test per manifest of the profile's workload set (known at collection from --profile)."""
+    if "manifest" not in metafunc.fixturenames:
+        return
+    try:
+        workloads = profiles.load(metafunc.config.getoption("--profile")).workloads
+    except profiles.ProfileError:
+        workloads = None  # the target fixture reports the bad profile
+    manifests: list[Path | None] = sorted(workloads.glob("*.yaml")) if workloads else [None]
+    metafunc.parametrize("manifest", manifests, ids=[m.stem if m else "no-workload-set" for m in manifests])
 
 
 def _pod_specs(objs: list[dict]) -> list[dict]:
@@ -49,17 +56,12 @@ def _has_plain_init(spec: dict) -> bool:
     return any(c.get("restartPolicy") != "Always" for c in spec.get("initContainers") or [])
 
 
-def _skip_not_applicable(check: Checks, reason: str) -> NoReturn:
-    """None of the test's requirements can be evaluated with this manifest here: say why, and skip."""
-    for rid in sorted(check.allowed):
-        check.not_applicable(rid, reason)
-    pytest.skip(reason)
-
-
 @pytest.mark.requirement("NAME-1", "NAME-2", "ALLOC-1", "CTR-1", "STATUS-1")
-@pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.stem for m in MANIFESTS])
-def test_unmodified_workload_runs_on_dra_devices(target: Target, check: Checks, namespace: str, manifest: Path) -> None:
+def test_unmodified_workload_runs_on_dra_devices(target: Target, check: Checks, namespace: str,
+                                                 manifest: Path | None) -> None:
     api, p = target.api, target.profile
+    if manifest is None:
+        check.skip_not_applicable(f"profile {p.name} names no stored workload set (workloads:)")
     objs = load_manifest(manifest)
     names = requested_names(objs)
     classes_used = {r["exactly"]["deviceClassName"] for o in objs if o["kind"] == "ResourceClaim"
@@ -67,17 +69,15 @@ def test_unmodified_workload_runs_on_dra_devices(target: Target, check: Checks, 
     images = {c["image"] for s in _pod_specs(objs) for c in [*(s.get("initContainers") or []), *s["containers"]]}
     # name -> the requirement that it resolves to the profile's class
     served_names = {p.extended_resource_name: "NAME-1", p.implicit_resource_name: "NAME-2"}
-    # The stored manifests are unmodified user workloads for the default profile; a profile
-    # serving other names cannot run them (collection cannot deselect by profile, so say so).
+    # A set given with a profile (e.g. by path) may hold manifests written for another driver.
     if not (names <= set(served_names) and classes_used <= {p.device_class} and images <= {p.workload_image}):
-        _skip_not_applicable(check, f"{manifest.name} targets {sorted(WRITTEN_FOR['names'])}, class {WRITTEN_FOR['class']} "
-                                    f"and image {WRITTEN_FOR['image']}; profile {p.name} serves {sorted(served_names)}, "
-                                    f"class {p.device_class}, image {p.workload_image} (manifest asks for {sorted(names)}, "
-                                    f"classes {sorted(classes_used)}, images {sorted(images)})")
+        check.skip_not_applicable(f"{manifest.name} asks for {sorted(names)}, classes {sorted(classes_used)}, images "
+                                  f"{sorted(images)}; profile {p.name} serves {sorted(served_names)}, class "
+                                  f"{p.device_class}, image {p.workload_image}")
     implicit = p.implicit_resource_name in names
     if implicit and target.minor <= (1, 34):
-        _skip_not_applicable(check, f"{manifest.name} uses an implicit name, which 1.34 does not serve "
-                                    "(BUG-1; NAME-2 applies from 1.35)")
+        check.skip_not_applicable(f"{manifest.name} uses an implicit name, which 1.34 does not serve "
+                                  "(BUG-1; NAME-2 applies from 1.35)")
 
     created = apply_manifest(api, manifest, namespace)
     want = _expected_pods(created)

@@ -101,7 +101,7 @@ def test_a_missing_kubeconfig_is_one_line(tmp_path, args):
 def test_byo_with_an_unusable_kubeconfig_is_one_line(tmp_path, text, words):
     (tmp_path / "kubeconfig").write_text(text)
     (tmp_path / "workloads").mkdir()
-    (tmp_path / "workloads" / "pod.yaml").write_text((REPO_ROOT / "fixtures" / "workloads" / "pod-1gpu.yaml").read_text())
+    (tmp_path / "workloads" / "pod.yaml").write_text((REPO_ROOT / "fixtures" / "workloads" / "nvidia-gpu" / "pod-1gpu.yaml").read_text())
     one_line_error(tool("byo", "workloads", "--kubeconfig", "kubeconfig", cwd=tmp_path), *words)
 
 
@@ -136,10 +136,10 @@ def test_run_makes_paths_absolute_before_the_suite_runs_elsewhere(monkeypatch, t
     seen = {}
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.yaml").write_text((REPO_ROOT / "fixtures" / "profiles" / "fake-gpu.yaml").read_text())
-    monkeypatch.setattr(run, "on_kind", lambda args, profile: seen.update(vars(args)) or 0)
-    assert run.main(["--profile", "p.yaml", "--out", "reports-here"]) == 0
+    monkeypatch.setattr(run, "on_kind", lambda args, chosen: seen.update(vars(args), chosen=chosen) or 0)
+    assert run.main(["--profile", "p.yaml,example-gpu", "--out", "reports-here"]) == 0
     assert seen["out"] == tmp_path / "reports-here"
-    assert seen["profile"] == str(tmp_path / "p.yaml")
+    assert [arg for arg, _ in seen["chosen"]] == [str(tmp_path / "p.yaml"), "example-gpu"]
 
 
 # --- what an installed copy needs ------------------------------------------------------------

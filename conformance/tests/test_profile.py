@@ -35,7 +35,8 @@ def test_every_schema_problem_is_reported_with_its_path(tmp_path):
         profiles.load(write(tmp_path, doc))
     text = str(err.value)
     for expected in ("'driver' is a required property", "'workloadImage' is a required property",
-                     "devicesPerNode: 'eight' is not of type 'integer'", "nodeSelector.dra: 'x' is not of type 'object'"):
+                     "devicesPerNode: 'eight' is not valid under any of the given schemas ('eight' is not of type 'integer'; "
+                         "'eight' is not of type 'object')", "nodeSelector.dra: 'x' is not of type 'object'"):
         assert expected in text
     assert "4 problem(s)" in text
 
@@ -62,3 +63,34 @@ def test_patterns_names_and_defects_are_checked_beyond_the_schema(tmp_path):
     assert "probe.pattern: needs a named group (?P<id>...)" in text
     assert "probe.channels.env: not a valid regular expression" in text
     assert "fakeDriver.defects: unknown no-such-defect" in text
+
+
+def test_device_counts_per_node_pattern_first_match_wins():
+    example = profiles.load("example-gpu")
+    assert [example.devices_on(n) for n in ("kep5004-dra-137-worker", "kep5004-dra-137-worker2")] == [36, 3]
+    assert profiles.load("fake-gpu").devices_on("anything") == 8
+    doc = base()
+    doc["devicesPerNode"] = {"big": 40}
+    assert profiles.Profile.devices_on(profiles._parse(doc, PROFILES_DIR / "x.yaml"), "small") == 0
+
+
+def test_second_personality_reads_device_names_from_a_shell_probe():
+    example = profiles.load("example-gpu")
+    output = "GPU_DEVICE_0=gpu-0\nGPU_DEVICE_10=gpu-10\nprobe-done\n"
+    assert example.probe.device_ids(output) == ["gpu-0", "gpu-10"] and example.probe.device_id_attribute is None
+    assert example.probe.saw_nothing("probe-done\n") and not example.probe.saw_nothing("")
+    assert example.node_state is None and example.workloads.name == "example-gpu"
+    assert example.node_modes.mode("device-plugin") == "device-plugin" and example.node_modes.mode(None) is None
+
+
+def test_capabilities_and_workloads_are_checked_beyond_the_schema(tmp_path):
+    doc = base()
+    doc["workloads"] = "no-such-set"
+    del doc["driverPods"]
+    doc["nodeModes"]["values"]["both"] = "dra"
+    with pytest.raises(ProfileError) as err:
+        profiles.load(write(tmp_path, doc))
+    text = str(err.value)
+    assert "workloads: 'no-such-set' is neither a directory under" in text
+    assert "nodeModes: needs driverPods.namespace" in text
+    assert "nodeModes.values: each mode needs its own label value" in text

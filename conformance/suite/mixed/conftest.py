@@ -1,12 +1,13 @@
 """Fixtures of the mixed-node tests: the two workers of topology `mixed` and relabelling them.
 
-These tests need a cluster of topology `mixed` (clusters/topology.py: one worker labelled
-fake-gpu.kep5004.io/mode=dra, one labelled device-plugin) with the fake driver deployed. On any
-other cluster (e.g. topology `dra`) they fail, saying why; the runner only runs them on a mixed cluster.
+These tests need a cluster with a node matching the profile's nodeSelector.dra and one matching
+nodeSelector.devicePlugin (topology `mixed` of clusters/topology.py). On any other cluster (e.g.
+topology `dra`) they fail, saying why; the runner only runs them on a mixed cluster.
 
-`node_modes` changes a worker's mode label (the fake driver's DaemonSets follow it) and, when the
-test ends, even on failure, deletes the test's pods, puts every label back to what the session
-started with and waits until the driver serves each node as before (unless --keep).
+`node_modes` (profiles with the nodeModes capability) changes a worker's mode label (the
+driver's plugins follow it) and, when the test ends, even on failure, deletes the test's pods,
+puts every label back to what the session started with and waits until the driver serves each
+node as before (unless --keep).
 """
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from dataclasses import dataclass
 import pytest
 
 from conformance.lib import diagnostics
+from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
 from conformance.suite.conftest import Target
 from conformance.suite.mixed import helpers
-from conformance.suite.mixed.helpers import MODE_LABEL
 from kube.api import Api
 from kube.waits import wait_for
 
@@ -28,7 +29,7 @@ from kube.waits import wait_for
 class Workers:
     dra: str                  # a worker served by the DRA plugin only
     device_plugin: str        # a worker served by the device plugin only
-    original: dict[str, str]  # node -> mode label at the start of the session
+    original: dict[str, str]  # node -> mode at the start of the session (profiles with nodeModes)
 
 
 def _matching(api: Api, selector: dict[str, str]) -> list[str]:
@@ -38,30 +39,25 @@ def _matching(api: Api, selector: dict[str, str]) -> list[str]:
     return sorted(n["metadata"]["name"] for n in api.list("v1", "Node", label_selector=text))
 
 
-def _relabel_supported(profile: Profile) -> bool:
-    return (profile.deploy == "fake-driver"
-            and set(profile.dra_node_selector) == {MODE_LABEL} == set(profile.device_plugin_node_selector))
-
-
 @pytest.fixture(scope="session")
 def workers(target: Target) -> Workers:
     api, p = target.api, target.profile
     if not p.device_plugin_node_selector:
         pytest.fail(f"profile {p.name} declares no device-plugin nodes (nodeSelector.devicePlugin)", pytrace=False)
-    labels = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(MODE_LABEL)
-              for n in api.list("v1", "Node")}
-    original = {n: v for n, v in labels.items() if v is not None}
-    if "both" in original.values():
-        pytest.fail(f"a node is labelled {MODE_LABEL}=both ({original}): left by an earlier run with --keep? "
-                    "Relabel it (dra or device-plugin) before running the mixed tests", pytrace=False)
+    original: dict[str, str] = {}
+    if p.node_modes:
+        modes = {n["metadata"]["name"]: helpers.mode_of(api, p, n["metadata"]["name"]) for n in api.list("v1", "Node")}
+        original = {n: m for n, m in modes.items() if m is not None}
+        if "both" in original.values():
+            pytest.fail(f"a node is labelled {p.node_modes.label}={p.node_modes.values['both']} ({original}): left by "
+                        "an earlier run with --keep? Relabel it before running the mixed tests", pytrace=False)
     dra, dp = _matching(api, p.dra_node_selector), _matching(api, p.device_plugin_node_selector)
     if not dra or not dp:
         pytest.fail(f"needs topology mixed (a DRA node {p.dra_node_selector} and a device-plugin node "
-                    f"{p.device_plugin_node_selector}); node labels {MODE_LABEL}: {original}", pytrace=False)
-    if _relabel_supported(p):
-        # The runner waits only for the DRA nodes; the device plugin must be registered too.
-        for node, mode in original.items():
-            helpers.wait_settled(api, p, node, mode)
+                    f"{p.device_plugin_node_selector})", pytrace=False)
+    # The runner waits only for the DRA nodes; the device plugin must be registered too.
+    for node, mode in original.items():
+        helpers.wait_settled(api, p, node, mode)
     return Workers(dra=dra[0], device_plugin=dp[0], original=original)
 
 
@@ -79,12 +75,12 @@ class NodeModes:
     def set(self, node: str, mode: str, timeout: float = 300, in_use: int = 0) -> None:
         """Label the node and wait until exactly the plugins of `mode` serve it (helpers.settled;
         in_use: devices device-plugin pods still hold, which a DRA driver may leave unpublished)."""
-        helpers.set_mode_label(self.api, node, mode)
+        helpers.set_mode_label(self.api, self.profile, node, mode)
         helpers.wait_settled(self.api, self.profile, node, mode, timeout=timeout, in_use=in_use)
 
     def restore(self) -> None:
         api = self.api
-        changed = {n: m for n, m in self.original.items() if helpers.mode_of(api, n) != m}
+        changed = {n: m for n, m in self.original.items() if helpers.mode_of(api, self.profile, n) != m}
         if changed:
             # Pods holding devices of a plugin that is about to leave could not be unprepared
             # afterwards: delete them (and what would recreate them) first.
@@ -97,17 +93,18 @@ class NodeModes:
                      what=f"the pods of {self.namespace} to be gone before the node labels are restored",
                      describe=lambda: str([p["metadata"]["name"] for p in api.list("v1", "Pod", self.namespace)]))
             for node, mode in changed.items():
-                helpers.set_mode_label(api, node, mode)
+                helpers.set_mode_label(api, self.profile, node, mode)
         for node, mode in self.original.items():
             helpers.wait_settled(api, self.profile, node, mode)
 
 
 @pytest.fixture
-def node_modes(request: pytest.FixtureRequest, target: Target, namespace: str, workers: Workers) -> Iterator[NodeModes]:
+def node_modes(request: pytest.FixtureRequest, target: Target, namespace: str, workers: Workers,
+               check: Checks) -> Iterator[NodeModes]:
     """Set up after `namespace`, so it is torn down (labels restored) before the namespace goes."""
-    if not _relabel_supported(target.profile):
-        pytest.fail(f"relabelling nodes needs the fake driver with {MODE_LABEL} node selectors "
-                    f"(profile {target.profile.name} deploys {target.profile.deploy!r})", pytrace=False)
+    if target.profile.node_modes is None:
+        check.skip_not_applicable(f"moving a node between the device plugin and DRA needs the profile capability "
+                                  f"nodeModes, which profile {target.profile.name} does not declare")
     modes = NodeModes(target.api, target.profile, namespace, workers.original)
     yield modes
     call = getattr(request.node, "report_call", None)
@@ -116,7 +113,7 @@ def node_modes(request: pytest.FixtureRequest, target: Target, namespace: str, w
         dest = request.config.getoption("--diagnostics-dir") / diagnostics.safe_name(request.node.nodeid) / "before-restore"
         diagnostics.collect(target.api, namespace, target.profile.driver_namespace, target.profile.driver_selector, dest)
     if request.config.getoption("--keep"):
-        current = {n: helpers.mode_of(target.api, n) for n in workers.original}
+        current = {n: helpers.mode_of(target.api, target.profile, n) for n in workers.original}
         if current != workers.original:
             print(f"--keep: node labels left as {current} (session started with {workers.original})")
         return

@@ -1,9 +1,10 @@
 """Migrating a node between a device plugin and DRA (spec §3.8 MIXED-3, §3.7 KUBELET-5, §6 BUG-3).
 
-The device-plugin worker of topology `mixed` is relabelled (the fake driver's DaemonSets follow
-the label fake-gpu.kep5004.io/mode) and put back afterwards by the `node_modes` fixture.
+The device-plugin worker of topology `mixed` is relabelled (the driver's plugins follow the
+profile's nodeModes label) and put back afterwards by the `node_modes` fixture; profiles without
+that capability get `not applicable`.
 
-The fake device plugin and the fake DRA plugin serve the SAME physical GPUs of a node. Nothing in
+A node's device plugin and DRA plugin serve the SAME physical GPUs. Nothing in
 Kubernetes tells the DRA allocator about devices a device plugin handed out, so migrating a node
 while device-plugin pods still run can double-book their GPUs, unless the driver leaves them out
 of its ResourceSlices. The spec requires neither: whether GPUs were double-booked is recorded as
@@ -24,7 +25,6 @@ from conformance.lib.special_claim import claim_status, claims_owned_by
 from conformance.suite.conftest import Target
 from conformance.suite.mixed import helpers
 from conformance.suite.mixed.conftest import NodeModes, Workers
-from fake_driver.probe_output import ProbedGpu
 from kube.api import Obj
 
 
@@ -55,17 +55,16 @@ def _observe_no_stale_entry(check: Checks, target: Target, node: str) -> None:
 
 
 def _device_plugin_pod(target: Target, check: Checks, namespace: str, name: str, node: str,
-                       count: int) -> tuple[Obj, list[ProbedGpu]]:
-    """A pod served by the device plugin: no special claim, no status, `count` devices via=device-plugin (MIXED-1)."""
+                       count: int) -> tuple[Obj, list[str]]:
+    """A pod served by the device plugin: no special claim, no status, `count` devices seen (MIXED-1)."""
     api, p = target.api, target.profile
     target.api.create(helpers.pinned_pod(name, p, node, {p.extended_resource_name: count}), namespace)
     pod = _running(target, check, namespace, name, node, "MIXED-1")
     owned = [c["metadata"]["name"] for c in claims_owned_by(api, pod)]
     seen = helpers.probe(api, p, pod)
-    check.that("MIXED-1", not owned and len(seen) == count and all(d.via == "device-plugin" and d.node == node
-                                                                   for d in seen),
-               f"pod {name} on device-plugin node {node} should own no claim (owns {owned}) and see {count} devices "
-               f"via=device-plugin, sees {helpers.shown(seen)}:\n{pods.summary(api, namespace, name)}")
+    check.that("MIXED-1", not owned and len(set(seen)) == len(seen) == count,
+               f"pod {name} on device-plugin node {node} should own no claim (owns {owned}) and see {count} devices, "
+               f"sees {seen}:\n{pods.summary(api, namespace, name)}")
     check.that("STATUS-1", claim_status(pod) is None,
                f"pod {name} served by the device plugin has extendedResourceClaimStatus:\n"
                f"{pods.summary(api, namespace, name)}")
@@ -75,7 +74,7 @@ def _device_plugin_pod(target: Target, check: Checks, namespace: str, name: str,
 def _fill_with_dra_pods(target: Target, check: Checks, namespace: str, node: str, prefix: str) -> None:
     """MIXED-3: pods of 2 devices (one of 1 if the count is odd) until every device the DRA driver
     publishes for the node is allocated; each must run with a special claim and see exactly its
-    devices via=dra, and every published device must be allocated once."""
+    allocated devices, and every published device must be allocated once."""
     api, p = target.api, target.profile
     published = published_devices(api, p)[node]
     sizes = [2] * (published // 2) + [1] * (published % 2)
@@ -88,9 +87,9 @@ def _fill_with_dra_pods(target: Target, check: Checks, namespace: str, node: str
                                         as_id="MIXED-3")
         seen = helpers.probe(api, p, served.pod)
         allocated[name] = pods.claim_devices(api, namespace, served.claim["metadata"]["name"])
-        check.that("MIXED-3", len(seen) == size and all(d.via == "dra" and d.node == node for d in seen),
-                   f"pod {name} on migrated node {node} should see its {size} devices via=dra, sees "
-                   f"{helpers.shown(seen)}:\n{pods.summary(api, namespace, name)}")
+        check.that("MIXED-3", seen == served.seen["main"] and len(seen) == size,
+                   f"pod {name} on migrated node {node} should see its {size} allocated devices {served.seen['main']}, "
+                   f"sees {seen}:\n{pods.summary(api, namespace, name)}")
     flat = [d for devs in allocated.values() for d in devs]
     pools = pods.pool_nodes(api, p.driver)
     check.that("MIXED-3", len(set(flat)) == len(flat) == published and {pools.get(pool) for pool, _ in flat} == {node},
@@ -110,16 +109,16 @@ def test_migrating_to_dra_without_draining(check: Checks, target: Target, namesp
     it. New pods asking for the name must get DRA claims and devices there (MIXED-3), admitted
     despite the stale device-plugin registration (KUBELET-5), until every device the driver
     publishes is allocated. Recorded, not required: the node status once the plugin left, whether
-    the old pod kept its GPUs, and whether DRA handed them out again (the fake driver publishes
-    all 8 GPUs, so it does; a driver hiding busy GPUs would not)."""
+    the old pod kept its GPUs, and whether DRA handed them out again (a driver publishing every
+    GPU does; one hiding busy GPUs would not)."""
     api, p, name = target.api, target.profile, target.profile.extended_resource_name
     node = workers.device_plugin
     _, old_seen = _device_plugin_pod(target, check, namespace, "dp-old", node, 2)
-    old_uuids = sorted(d.uuid for d in old_seen)
+    old_ids = sorted(old_seen)
     before = helpers.node_resource(api, node, name)
 
     with check("MIXED-3", stop=True):
-        node_modes.set(node, "dra", in_use=len(old_uuids))
+        node_modes.set(node, "dra", in_use=len(old_ids))
     _observe_no_stale_entry(check, target, node)
     after = helpers.node_resource(api, node, name)
     old = api.get("v1", "Pod", "dp-old", namespace) or {}
@@ -128,15 +127,15 @@ def test_migrating_to_dra_without_draining(check: Checks, target: Target, namesp
     check.observe("MIXED-3", f"Kubernetes {target.version.tag}, node {node}: {name} {before} with the device plugin, "
                              f"{after} once it left (allocatable {_kept_or_dropped(after['allocatable'])}, capacity "
                              f"{_kept_or_dropped(after['capacity'])}); {published_devices(api, p)[node]} devices "
-                             f"published by DRA; pod dp-old saw {old_uuids}, now {phase or 'gone'} "
-                             f"seeing {helpers.shown(still)}")
+                             f"published by DRA; pod dp-old saw {old_ids}, now {phase or 'gone'} "
+                             f"seeing {still}")
 
     _fill_with_dra_pods(target, check, namespace, node, "dra")
 
-    booked = helpers.double_booked(helpers.uuid_holders(api, p, node))
+    booked = helpers.double_booked(helpers.device_holders(api, p, node))
     check.observe("MIXED-3", f"double booking after migrating node {node} without draining: "
-                             + (f"uuids seen by containers of two pods: {helpers.render_holders(booked)}" if booked
-                                else f"none (dp-old's GPUs {old_uuids} were not handed out again)"))
+                             + (f"devices seen by containers of two pods: {helpers.render_holders(booked)}" if booked
+                                else f"none (dp-old's GPUs {old_ids} were not handed out again)"))
 
 
 @pytest.mark.serial
@@ -145,7 +144,7 @@ def test_draining_before_migrating_to_dra_avoids_double_booking(check: Checks, t
                                                                 workers: Workers, node_modes: NodeModes) -> None:
     """The safe migration: delete the device-plugin pods (wait until gone), switch the node to
     DRA, fill every DRA device with new pods (MIXED-3, KUBELET-5): then no GPU may be seen by two
-    running containers, and each must be seen once via=dra."""
+    running containers, and each must be seen once, by a DRA-served pod."""
     api, p = target.api, target.profile
     node = workers.device_plugin
     _device_plugin_pod(target, check, namespace, "dp-old", node, 2)
@@ -157,12 +156,12 @@ def test_draining_before_migrating_to_dra_avoids_double_booking(check: Checks, t
     _observe_no_stale_entry(check, target, node)
     _fill_with_dra_pods(target, check, namespace, node, "dra")
 
-    holders = helpers.uuid_holders(api, p, node)
+    holders = helpers.device_holders(api, p, node)
     booked = helpers.double_booked(holders)
-    check.that("MIXED-3", not booked and len(holders) == p.devices_per_node
+    check.that("MIXED-3", not booked and len(holders) == p.devices_on(node)
                and all(h.via == "dra" for hs in holders.values() for h in hs),
-               f"after draining first, the {p.devices_per_node} GPUs of {node} should each be seen by one pod via=dra; "
-               f"uuid -> holders: {helpers.render_holders(holders)}")
+               f"after draining first, the {p.devices_on(node)} GPUs of {node} should each be seen by one pod served "
+               f"by DRA; device -> holders: {helpers.render_holders(holders)}")
 
 
 @pytest.mark.serial
@@ -183,8 +182,8 @@ def test_node_migrated_back_from_dra_to_the_device_plugin(check: Checks, target:
         served = scenario.verify_served(target, check, _running(target, check, namespace, "dra-1", node, "MIXED-3"),
                                         as_id="MIXED-3")
         seen = helpers.probe(api, p, served.pod)
-        check.that("MIXED-3", len(seen) == 1 and seen[0].via == "dra",
-                   f"pod dra-1 should see 1 device via=dra, sees {helpers.shown(seen)}:\n"
+        check.that("MIXED-3", seen == served.seen["main"] and len(seen) == 1,
+                   f"pod dra-1 should see its 1 allocated device {served.seen['main']}, sees {seen}:\n"
                    f"{pods.summary(api, namespace, 'dra-1')}")
         api.delete("v1", "Pod", "dra-1", namespace)
         pods.wait_gone(api, "v1", "Pod", "dra-1", namespace)
@@ -200,4 +199,4 @@ def test_node_migrated_back_from_dra_to_the_device_plugin(check: Checks, target:
     _, seen = _device_plugin_pod(target, check, namespace, "dp-new", node, 1)
     check.observe("MIXED-1", f"DRA -> device plugin, node {node}: ResourceSlices {slices}, "
                              f"{name} {json.dumps(helpers.node_resource(api, node, name))}, "
-                             f"pod dp-new sees {helpers.shown(seen)}")
+                             f"pod dp-new sees {seen}")
