@@ -21,6 +21,7 @@ from clusters import lifecycle
 from clusters.images import BuiltImages
 from clusters.topology import MODE_LABEL, ClusterSpec
 from clusters.versions import resolve
+from conformance.invocation import prog
 from conformance.lib import driver_setup, pods
 from conformance.lib.profile import Profile, load
 from kube.api import Api, Obj
@@ -54,7 +55,7 @@ def batch(api: Api, ns: str, profile: Profile, name: str, mode: str, count: int)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m conformance.bench", description=__doc__,
+    ap = argparse.ArgumentParser(prog=prog("conformance.bench"), description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", default=None, help="Kubernetes version (default: the pinned default)")
     ap.add_argument("--rounds", type=int, default=3)

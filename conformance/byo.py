@@ -15,6 +15,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from conformance.invocation import prog
 from conformance.lib.devices import device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.profile import Profile, ProfileError, load
 from conformance.lib.special_claim import allocated_devices, special_claim
@@ -76,7 +77,7 @@ def run_file(api: Api, profile: Profile, path: Path, timeout: float, keep: bool)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m conformance.byo", description=__doc__,
+    ap = argparse.ArgumentParser(prog=prog("conformance.byo"), description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("directory", type=Path)
     ap.add_argument("--kubeconfig", type=Path, default=os.environ.get("KUBECONFIG"))

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance.invocation import invoked_as
+
 PROG = "kep5004-conformance"
 
 # command -> (module whose main(argv) runs it, synopsis, what it does)
@@ -32,8 +34,7 @@ Conformance suite for KEP-5004 (extended resources served by a DRA driver).
 
 commands:
 """ + "".join(f"  {synopsis:<36} {what}\n" for _, synopsis, what in COMMANDS.values()) + f"""
-`{PROG} COMMAND --help` lists a command's options (its usage line names the
-equivalent `python -m MODULE`). Reports go to ./reports (a checkout's own reports/ when run
+`{PROG} COMMAND --help` lists a command's options. Reports go to ./reports (a checkout's own reports/ when run
 from one) unless --out says otherwise; build caches and cluster state to $KEP5004_CACHE
 (default ~/.cache/kep5004-conformance).
 """
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: {PROG} coverage SUMMARY.json...\n\n{importlib.import_module(COMMANDS[command][0]).__doc__}")
         return 0
     entry: Callable[[list[str]], int] = importlib.import_module(COMMANDS[command][0]).main
+    invoked_as(f"{PROG} {command}")
     try:
         return entry(rest)
     except KeyboardInterrupt:

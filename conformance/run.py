@@ -31,6 +31,7 @@ from clusters.paths import IN_CHECKOUT, REPO_ROOT, REPORTS_DIR
 from clusters.shell import CommandError
 from clusters.topology import ClusterSpec, TopologyError, parse_gates
 from clusters.versions import KubeVersion, UnknownVersionError, gate_stage, resolve, supported_versions
+from conformance.invocation import prog
 from conformance.lib import cleanup, driver_setup, permissions, preflight, profile as profiles
 from conformance.report import coverage, summary
 from kube.api import Api
@@ -346,7 +347,7 @@ def on_existing(args: argparse.Namespace, arg: str, profile: profiles.Profile) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m conformance.run", description=__doc__,
+    p = argparse.ArgumentParser(prog=prog("conformance.run"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", help="driver profile name (fixtures/profiles) or path; required with --kubeconfig. "
                                      "kind mode: comma-separated profiles of the fake driver, run one after the "

@@ -25,6 +25,7 @@ from clusters.paths import REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
 from conformance import run as runner
+from conformance.invocation import prog
 from conformance.lib import driver_setup, profile as profiles
 from fake_driver.defects import DEFECTS
 from kube.api import Api
@@ -144,7 +145,7 @@ def write_table(outcomes: list[tuple[Expectation, Outcome]], path: Path, version
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m conformance.selfcheck", description=__doc__,
+    p = argparse.ArgumentParser(prog=prog("conformance.selfcheck"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", default="fake-gpu", help="a deploy: fake-driver profile to break")
     p.add_argument("--k8s-version", default="", help="pinned version (default: the default one)")

@@ -8,10 +8,11 @@ from pathlib import Path
 from conformance.catalogue import CATALOGUE_PATH, load
 from conformance.catalogue.markdown import render
 from conformance.catalogue.spec import FROZEN_PATH, compare, format_frozen, parse_spec, read_frozen
+from conformance.invocation import prog
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.catalogue", description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog("conformance.catalogue"), description=__doc__)
     parser.add_argument("--catalogue", type=Path, default=CATALOGUE_PATH,
                         help="catalogue YAML (default: %(default)s)")
     commands = parser.add_subparsers(dest="command", required=True)

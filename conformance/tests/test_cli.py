@@ -212,3 +212,12 @@ def test_installed_suite_collects_the_same_tests_from_anywhere(tmp_path):
     ids = collect(installed, tmp_path)
     assert ids and ids == collect([], REPO_ROOT)
     assert all(i.startswith("conformance/suite/") for i in ids)
+
+
+@pytest.mark.parametrize("command", ["run", "byo", "selfcheck", "catalogue"])
+def test_command_help_names_the_installed_tool(command, capsys, monkeypatch):
+    monkeypatch.setattr("conformance.invocation._command", None)  # restored after the test
+    with pytest.raises(SystemExit) as done:
+        cli.main([command, "--help"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: kep5004-conformance {command} ")
