@@ -12,7 +12,7 @@ VERSIONS ?=
 # The CI tier (make test) builds and runs only the default pinned version.
 DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEFAULT)
 
-.PHONY: venv protos host toolchain images unit test conformance selfcheck bench clean-clusters
+.PHONY: venv protos host toolchain images unit test conformance selfcheck vendor-check bench clean-clusters
 
 venv: $(DEPS_STAMP)
 # Only the dependencies go into the shared venv; the project itself always runs from this
@@ -45,14 +45,22 @@ unit: protos
 #   version only, so only that version's Kubernetes is built.
 # - conformance (nightly, and before resolving an issue that touches its stages): every pinned
 #   version, profile and stage (gate cycle, upgrade, ...).
+# Both run every shipped fake-driver profile (PROFILES), one after the other on each cluster.
 # Each stage deletes the clusters it made.
+PROFILES ?= fake-gpu,example-gpu
 test: VERSIONS = $(DEFAULT_VERSION)
 test: images
 	$(PY) -m pytest -q --k8s-versions $(DEFAULT_VERSION) $(PYTEST_ARGS)
-	$(PY) -m conformance.run --k8s-versions $(DEFAULT_VERSION) $(ARGS)
+	$(PY) -m conformance.run --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) $(ARGS)
 
 conformance: images
-	$(PY) -m conformance.run $(ARGS)
+	$(PY) -m conformance.run --profile $(PROFILES) $(ARGS)
+
+# A vendor's certification rehearsed on kind (driver installed by hand, restricted ServiceAccount,
+# in-cluster Job, hydrophone): the verdicts of every way must agree. Default version only.
+vendor-check: VERSIONS = $(DEFAULT_VERSION)
+vendor-check: images
+	$(PY) -m conformance.vendor_check $(ARGS)
 
 # Does the suite catch a broken driver by name? Each fake-driver defect mode, on the default version.
 selfcheck: VERSIONS = $(DEFAULT_VERSION)

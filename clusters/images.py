@@ -44,3 +44,8 @@ class BuiltImages:
     @property
     def driver(self) -> str:
         return self._get("DRIVER_IMAGE")
+
+    @property
+    def suite(self) -> str:
+        """The conformance suite itself, for in-cluster runs (conformance/incluster.py)."""
+        return self._get("SUITE_IMAGE")

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
             "the conformance job: kind clusters, or your cluster"),
     "byo": ("conformance.byo", "byo DIR [--kubeconfig FILE]", "your workloads, unmodified: what each pod got"),
     "selfcheck": ("conformance.selfcheck", "selfcheck", "is each fake-driver defect caught, by name?"),
+    "incluster": ("conformance.incluster", "incluster manifest|fetch ...", "run the suite as a Job in your cluster"),
     "coverage": ("conformance.report.coverage", "coverage SUMMARY.json...", "requirement x version table of runs"),
     "catalogue": ("conformance.catalogue.__main__", "catalogue check|markdown|...", "the requirement catalogue"),
 }

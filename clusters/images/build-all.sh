@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build (or reuse) every image: a node image per Kubernetes version, the workload image and
-# the fake driver image. Usage: build-all.sh [vX.Y.Z ...] (default: every pinned version).
+# Build (or reuse) every image: a node image per Kubernetes version, the workload image, the
+# fake driver image and the suite's own image (in-cluster runs).
+# Usage: build-all.sh [vX.Y.Z ...] (default: every pinned version).
 # The tags are recorded in $IMAGES_DIR/tags.env for the Python side.
 source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,5 +19,6 @@ for v in ${*:-$KUBERNETES_VERSIONS}; do
 done
 tag=$("$HERE/workload.sh"); record WORKLOAD_IMAGE "$tag"
 tag=$("$HERE/driver.sh"); record DRIVER_IMAGE "$tag"
+tag=$("$HERE/suite.sh"); record SUITE_IMAGE "$tag"
 log "images ready in $((SECONDS - start)) s:"
 sed 's/^/    /' "$tags" >&2

@@ -5,22 +5,10 @@
 source "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 py=${KEP5004_PYTHON:-$CACHE_ROOT/venv/bin/python}
-[[ -x $py ]] || die "$py is missing (run make venv)"
 userland=$("$(dirname "$0")/userland.sh")
-pins=$("$py" - "$repo/pyproject.toml" <<'PY'
-import sys, tomllib
-deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
-runtime = {"grpcio", "protobuf", "kubernetes", "pyyaml"}
-print(" ".join(d.split("#")[0].strip() for d in deps if d.split("==")[0].strip() in runtime))
-PY
-)
+pins=$(pyproject_pins grpcio protobuf kubernetes pyyaml)
 "$py" -m fake_driver.protos.generate >/dev/null || die "generating the driver's protocol code failed"
-
-site=$IMAGES_DIR/driver-site-$(content_hash "$pins")
-if [[ ! -d $site ]]; then
-  run_logged driver-wheels "$py" -m pip install --quiet --only-binary=:all: --target "$site.tmp" $pins
-  mv "$site.tmp" "$site"
-fi
+site=$(python_site driver "$pins")
 ctx=$(mktemp -d "$CACHE_ROOT/work/driver.XXXX")
 trap 'rm -rf "$ctx"' EXIT
 mkdir -p "$ctx/app"

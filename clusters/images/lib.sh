@@ -50,3 +50,28 @@ rootfs_tar() {
 build_from_context() {
   docker build -q --label "$HASH_LABEL=$2" -t "$1" "$3" >/dev/null || die "docker build of $1 failed"
 }
+
+# pyproject_pins [--except] NAME...: the pinned requirements of pyproject.toml named (or all but those).
+pyproject_pins() {
+  local py=${KEP5004_PYTHON:-$CACHE_ROOT/venv/bin/python}
+  [[ -x $py ]] || die "$py is missing (run make venv)"
+  "$py" - "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/pyproject.toml" "$@" <<'PY'
+import sys, tomllib
+deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
+exclude = sys.argv[2:3] == ["--except"]
+names = set(sys.argv[3:] if exclude else sys.argv[2:])
+pins = [d.split("#")[0].strip() for d in deps]
+print(" ".join(p for p in pins if (p.split("==")[0].strip() in names) != exclude))
+PY
+}
+
+# python_site NAME PINS: those wheels from PyPI installed into a cached directory (its path is printed).
+python_site() {
+  local py=${KEP5004_PYTHON:-$CACHE_ROOT/venv/bin/python}
+  local site; site=$IMAGES_DIR/$1-site-$(content_hash "$2")
+  if [[ ! -d $site ]]; then
+    run_logged "$1-wheels" "$py" -m pip install --quiet --only-binary=:all: --target "$site.tmp" $2
+    mv "$site.tmp" "$site"
+  fi
+  echo "$site"
+}

@@ -60,3 +60,18 @@ def _allowed(api: Api, p: Permission) -> bool:
 
 def missing(api: Api, required: tuple[Permission, ...] = REQUIRED) -> list[Permission]:
     return [p for p in required if not _allowed(api, p)]
+
+
+def cluster_role_rules(required: tuple[Permission, ...] = REQUIRED) -> list[dict]:
+    """The RBAC rules granting exactly `required`: what a ServiceAccount running the suite needs."""
+    by_resource: dict[tuple[str, str], list[str]] = {}
+    paths: dict[str, list[str]] = {}
+    for p in required:
+        verbs = paths.setdefault(p.path, []) if p.path else by_resource.setdefault(
+            (p.group, p.resource + (f"/{p.subresource}" if p.subresource else "")), [])
+        if p.verb not in verbs:
+            verbs.append(p.verb)
+    rules = [{"apiGroups": [group], "resources": [resource], "verbs": verbs}
+             for (group, resource), verbs in by_resource.items()]
+    rules += [{"nonResourceURLs": [path], "verbs": verbs} for path, verbs in paths.items()]
+    return rules

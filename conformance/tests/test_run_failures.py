@@ -94,12 +94,15 @@ def test_interrupt_writes_a_partial_summary_deletes_and_exits_130(kind):
     assert stages(kind) == [{"stage": "dra driver", "seconds": 0, "error": "interrupted"}]
 
 
-def test_existing_cluster_mode_needs_a_profile_and_installs_nothing_unasked(tmp_path, capsys):
+def test_existing_cluster_mode_needs_a_profile_and_installs_nothing_unasked(monkeypatch, tmp_path, capsys):
     kubeconfig = tmp_path / "kubeconfig"
     assert run.main(["--kubeconfig", str(kubeconfig)]) == 2
     assert "--kubeconfig needs --profile" in capsys.readouterr().err
-    assert run.main(["--kubeconfig", str(kubeconfig), "--profile", "fake-gpu"]) == 2
-    assert "pass --install-fake-driver" in capsys.readouterr().err
+    monkeypatch.setattr(run.driver_setup, "deploy_fake_driver", lambda *a: pytest.fail("nothing may be installed"))
+    assert run.main(["--kubeconfig", str(kubeconfig), "--profile", "fake-gpu"]) == 2  # no such cluster
+    assert "judging it as installed by hand" in capsys.readouterr().err
+    assert run.main(["--kubeconfig", str(kubeconfig), "--profile", "fake-gpu,example-gpu"]) == 2
+    assert "--kubeconfig takes one profile" in capsys.readouterr().err
 
 
 def test_missing_permissions_are_named_before_anything_is_created(monkeypatch, tmp_path, capsys):

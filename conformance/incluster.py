@@ -1,0 +1,276 @@
+"""`python -m conformance.incluster`: the suite as a workload of the cluster it certifies.
+
+    manifest --profile P [--image IMG] [--namespace NS]  Namespace, ServiceAccount, ClusterRole and
+                                                         binding (exactly the permissions the suite
+                                                         checks for), the profile as a ConfigMap, Job
+    fetch [--namespace NS] [--kubeconfig F] [--out F]    wait for the Job, copy its results tarball out
+    entrypoint                                           what the image runs (the Job, hydrophone, sonobuoy)
+    hold                                                 the Job's second container: keeps the results
+                                                         until `fetch` took them
+
+One image serves three drivers, so its entrypoint follows the contract of the Kubernetes
+conformance image as hydrophone and sonobuoy drive it: results go to $SONOBUOY_RESULTS_DIR, else
+$RESULTS_DIR, else /tmp/results: e2e.log (everything the run printed, opening with the
+"Will run N of M specs" line hydrophone's progress display expects), junit_01.xml (the stages'
+JUnit merged), kep5004-results.tar.gz (the whole report: summaries, JUnit, Allure, diagnostics)
+and `done` holding the tarball's path; stdout ends with every requirement's verdict on one
+`KEP5004-VERDICTS {json}` line and the "Ginkgo ran 1 suite" line by which hydrophone knows a run
+ended. E2E_FOCUS (other than the conformance default) selects tests as
+pytest -k does, E2E_SKIP deselects, E2E_EXTRA_ARGS are passed to `conformance.run` (e.g.
+--profile=example-gpu). Credentials are the pod's ServiceAccount.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tarfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import yaml
+
+from clusters.paths import REPO_ROOT
+from conformance.invocation import prog
+from conformance.lib import permissions, profile as profiles
+from kube.api import Api
+from kube.waits import wait_for
+
+NAME = "kep5004-conformance"
+PROFILE_MOUNT = Path("/etc/kep5004")
+RESULTS_MOUNT = Path("/tmp/results")
+TARBALL = "kep5004-results.tar.gz"
+SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+NOBODY = 65534  # what hydrophone runs the conformance image as; the Job does the same
+CONFORMANCE_FOCUS = r"\[Conformance\]"  # hydrophone's default focus: "everything" here
+VERDICTS_PREFIX = "KEP5004-VERDICTS"  # the log line with every requirement's verdict as JSON
+
+
+def log(message: str) -> None:
+    print(f"[incluster] {message}", file=sys.stderr, flush=True)
+
+
+# --- manifests -----------------------------------------------------------------------------
+
+def manifest(profile_path: Path, image: str, namespace: str = NAME) -> list[dict]:
+    """Everything `kubectl apply -f -` needs to run the suite in the cluster against `profile_path`."""
+    profile = profiles.load(str(profile_path))  # refuse a bad profile before anything is applied
+    meta = {"name": NAME, "namespace": namespace, "labels": {"app.kubernetes.io/name": NAME}}
+    security = {"runAsUser": NOBODY, "runAsNonRoot": True, "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    mounts = [{"name": "results", "mountPath": str(RESULTS_MOUNT)}]
+    suite = {"name": "suite", "image": image, "imagePullPolicy": "IfNotPresent", "securityContext": security,
+             "env": [{"name": "KEP5004_PROFILE", "value": str(PROFILE_MOUNT / "profile.yaml")}],
+             "volumeMounts": [*mounts, {"name": "profile", "mountPath": str(PROFILE_MOUNT), "readOnly": True}]}
+    holder = {"name": "results", "image": image, "imagePullPolicy": "IfNotPresent", "securityContext": security,
+              "command": ["python3", "-m", "conformance.incluster", "hold"], "volumeMounts": mounts}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": meta["labels"]}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
+         "rules": permissions.cluster_role_rules()},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{NAME}:{namespace}"},
+         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**meta, "name": f"{NAME}-profile"},
+         "data": {"profile.yaml": profile.source.read_text()}},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+         "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": meta["labels"]}, "spec": {
+             "serviceAccountName": NAME, "restartPolicy": "Never", "containers": [suite, holder],
+             "volumes": [{"name": "results", "emptyDir": {}},
+                         {"name": "profile", "configMap": {"name": f"{NAME}-profile"}}]}}}},
+    ]
+
+
+# --- what the image runs -------------------------------------------------------------------
+
+def results_dir() -> Path:
+    return Path(os.environ.get("SONOBUOY_RESULTS_DIR") or os.environ.get("RESULTS_DIR") or RESULTS_MOUNT)
+
+
+def service_account_kubeconfig(dest: Path) -> Path:
+    """A kubeconfig for the pod's own ServiceAccount (the token file is re-read as it rotates)."""
+    host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+    server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "in-cluster",
+              "clusters": [{"name": "in-cluster", "cluster": {"server": server,
+                                                               "certificate-authority": str(SA_DIR / "ca.crt")}}],
+              "users": [{"name": "sa", "user": {"tokenFile": str(SA_DIR / "token")}}],
+              "contexts": [{"name": "in-cluster", "context": {"cluster": "in-cluster", "user": "sa"}}]}
+    dest.write_text(yaml.safe_dump(config))
+    return dest
+
+
+def selection(env: dict[str, str]) -> str:
+    """E2E_FOCUS / E2E_SKIP as one pytest -k expression ("" = every test)."""
+    focus, skip = env.get("E2E_FOCUS", "").strip(), env.get("E2E_SKIP", "").strip()
+    parts = [f"({focus})"] if focus and focus != CONFORMANCE_FOCUS else []
+    parts += [f"not ({skip})"] if skip else []
+    return " and ".join(parts)
+
+
+def run_arguments(env: dict[str, str], kubeconfig: Path, out: Path) -> list[str]:
+    extra = shlex.split(env.get("E2E_EXTRA_ARGS", ""))
+    args = ["--kubeconfig", str(kubeconfig), "--out", str(out)]
+    if not any(a == "--profile" or a.startswith("--profile=") for a in extra):
+        args += ["--profile", env.get("KEP5004_PROFILE") or str(PROFILE_MOUNT / "profile.yaml")]
+    if expression := selection(env):
+        args += ["-k", expression]
+    return args + extra
+
+
+def count_tests(args: list[str]) -> int:
+    """How many tests of the main stages the run will select, for the "Will run N of M specs" line
+    (collection only; the mixed stage's tests, run where device-plugin nodes exist, are not counted)."""
+    profile = args[args.index("--profile") + 1] if "--profile" in args else next(
+        a.split("=", 1)[1] for a in args if a.startswith("--profile="))
+    suite = REPO_ROOT / "conformance" / "suite"
+    cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", f"--profile={profile}",
+           str(suite), *(f"--ignore={suite / d}" for d in ("mixed", "gate_cycle", "upgrade")),
+           *(["-k", args[args.index("-k") + 1]] if "-k" in args else [])]
+    output = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True).stdout
+    found = re.search(r"(\d+)(?: tests?)? (?:selected|collected)", output)
+    return int(found.group(1)) if found else 0
+
+
+def merge_junit(report: Path, dest: Path) -> None:
+    """All stages' JUnit files as one <testsuites> document (what junit_01.xml holds upstream)."""
+    merged = ET.Element("testsuites")
+    for path in sorted(report.glob("junit-*.xml")):
+        root = ET.parse(path).getroot()
+        merged.extend(root.findall("testsuite") if root.tag == "testsuites" else [root])
+    ET.ElementTree(merged).write(dest, encoding="utf-8", xml_declaration=True)
+
+
+def entrypoint(env: dict[str, str] | None = None) -> int:
+    env = dict(os.environ if env is None else env)
+    results = results_dir()
+    results.mkdir(parents=True, exist_ok=True)
+    work = Path(env.get("KEP5004_CACHE", "/tmp/kep5004-cache"))
+    work.mkdir(parents=True, exist_ok=True)
+    out = work / "reports"
+    args = run_arguments(env, service_account_kubeconfig(work / "kubeconfig"), out)
+    started = time.monotonic()
+    total = count_tests(args)
+    with (results / "e2e.log").open("w") as e2e:
+        e2e.write(f"Will run {total} of {total} specs\n")
+        e2e.flush()
+        cmd = [sys.executable, "-m", "conformance.run", *args]
+        print(f"[incluster] {shlex.join(cmd)}", flush=True)
+        with subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as run:
+            for line in run.stdout:
+                sys.stdout.write(line)
+                e2e.write(line)
+                e2e.flush()
+        code = run.returncode
+    report = out / "existing"
+    if report.is_dir():
+        merge_junit(report, results / "junit_01.xml")
+        tarball = results / TARBALL
+        with tarfile.open(tarball, "w:gz") as tar:
+            tar.add(report, arcname="existing")
+    else:  # the run stopped before it made a report (a bad profile, no permission): say so where it is looked for
+        tarball = results / TARBALL
+        ET.ElementTree(ET.Element("testsuites")).write(results / "junit_01.xml", encoding="utf-8", xml_declaration=True)
+        with tarfile.open(tarball, "w:gz") as tar:
+            tar.add(results / "e2e.log", arcname="e2e.log")
+    (results / "done").write_text(str(tarball))
+    summary = report / "summary.json"
+    if summary.is_file():  # the verdicts, also for runners that bring back only the log (hydrophone)
+        verdicts = {r["id"]: r["verdict"] for r in json.loads(summary.read_text())["requirements"]}
+        print(f"{VERDICTS_PREFIX} {json.dumps(verdicts, sort_keys=True)}", flush=True)
+    # hydrophone stops following the log once it sees this line near the end.
+    print(f"\nGinkgo ran 1 suite in {time.monotonic() - started:.1f}s\n"
+          f"Test Suite {'Passed' if code == 0 else 'Failed'} (conformance.run exit {code})", flush=True)
+    return code
+
+
+def hold(seconds: float = 3600) -> int:
+    """Keep the results until they were fetched (or `seconds` after they were written)."""
+    results = results_dir()
+    while not (results / "done").exists():
+        time.sleep(2)
+    deadline = time.monotonic() + seconds
+    while not (results / "fetched").exists() and time.monotonic() < deadline:
+        time.sleep(2)
+    return 0
+
+
+# --- getting the results out ---------------------------------------------------------------
+
+def fetch(api: Api, namespace: str, dest: Path, timeout: float) -> int:
+    """Wait until the Job's suite wrote its results, copy the tarball to `dest`, let the Job end;
+    returns the suite's exit code."""
+    def pod() -> dict | None:
+        found = api.list("v1", "Pod", namespace, label_selector=f"job-name={NAME}")
+        return found[0] if found else None
+
+    def done() -> str:
+        p = pod()
+        running = p and any(s["name"] == "results" and "running" in (s.get("state") or {})
+                            for s in (p.get("status") or {}).get("containerStatuses") or [])
+        return running and api.exec(namespace, p["metadata"]["name"],
+                                    ["sh", "-c", f"cat {RESULTS_MOUNT}/done 2>/dev/null || true"], "results").strip()
+
+    log(f"waiting for the suite in namespace {namespace} (up to {timeout:.0f} s)")
+    tarball = wait_for(done, timeout=timeout, interval=10, what=f"job {namespace}/{NAME} to write its results",
+                       describe=lambda: str(((pod() or {}).get("status") or {}).get("containerStatuses")))
+    name = pod()["metadata"]["name"]
+    encoded = api.exec(namespace, name, ["python3", "-c", "import base64,sys; sys.stdout.write("
+                                         f"base64.b64encode(open({tarball!r},'rb').read()).decode())"], "results")
+    dest.write_bytes(base64.b64decode(encoded))
+    api.exec(namespace, name, ["touch", f"{RESULTS_MOUNT}/fetched"], "results")
+    with tarfile.open(dest) as tar:
+        names = tar.getnames()
+    log(f"results: {dest} ({dest.stat().st_size} bytes, {len(names)} entries)")
+
+    def suite_exit() -> int | None:
+        state = next((s.get("state") or {} for s in (pod() or {}).get("status", {}).get("containerStatuses") or []
+                      if s["name"] == "suite"), {})
+        return state.get("terminated", {}).get("exitCode")
+    return wait_for(lambda: suite_exit() is not None and (suite_exit(),), timeout=60, interval=2,
+                    what="the suite container's exit code")[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog("conformance.incluster"), description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = p.add_subparsers(dest="command", required=True)
+    m = commands.add_parser("manifest", help="print the objects that run the suite in a cluster")
+    m.add_argument("--profile", required=True, type=Path, help="the driver's profile (copied into a ConfigMap)")
+    m.add_argument("--image", default="", help="the suite image (default: the one `make images` built)")
+    m.add_argument("--namespace", default=NAME)
+    f = commands.add_parser("fetch", help="wait for the Job and copy its results tarball out")
+    f.add_argument("--namespace", default=NAME)
+    f.add_argument("--kubeconfig", type=Path, default=None)
+    f.add_argument("--out", type=Path, default=Path(TARBALL))
+    f.add_argument("--timeout", type=float, default=3600)
+    commands.add_parser("entrypoint", help="run the suite inside the cluster (the image's entrypoint)")
+    commands.add_parser("hold", help="keep the results until fetched (the Job's second container)")
+    args = p.parse_args(argv)
+    if args.command == "manifest":
+        image = args.image or suite_image()
+        sys.stdout.write(yaml.safe_dump_all(manifest(args.profile if args.profile.suffix else
+                                                     profiles.PROFILES_DIR / f"{args.profile}.yaml", image, args.namespace),
+                                            sort_keys=False))
+        return 0
+    if args.command == "fetch":
+        return fetch(Api(args.kubeconfig), args.namespace, args.out, args.timeout)
+    return entrypoint() if args.command == "entrypoint" else hold()
+
+
+def suite_image() -> str:
+    from clusters.images import BuiltImages
+    return BuiltImages.load().suite
+
+
+if __name__ == "__main__":
+    sys.exit(main())
