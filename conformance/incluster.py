@@ -3,6 +3,7 @@
     manifest --profile P [--image IMG] [--namespace NS]  Namespace, ServiceAccount, ClusterRole and
                                                          binding (exactly the permissions the suite
                                                          checks for), the profile as a ConfigMap, Job
+    sonobuoy-plugin --profile P [--image IMG]            the same image as a sonobuoy plugin
     fetch [--namespace NS] [--kubeconfig F] [--out F]    wait for the Job, copy its results tarball out
     entrypoint                                           what the image runs (the Job, hydrophone, sonobuoy)
     hold                                                 the Job's second container: keeps the results
@@ -90,15 +91,31 @@ def manifest(profile_path: Path, image: str, namespace: str = NAME) -> list[dict
     ]
 
 
+SONOBUOY_CONFIG_DIR = Path("/tmp/sonobuoy/config")  # where sonobuoy mounts a plugin's config-map
+
+
+def sonobuoy_plugin(profile_path: Path, image: str) -> dict:
+    """A sonobuoy plugin definition running the same image (its fields: docs/certification.md)."""
+    profile = profiles.load(str(profile_path))
+    return {
+        "sonobuoy-config": {"driver": "Job", "plugin-name": NAME, "result-format": "junit",
+                            "result-files": ["junit_01.xml"],
+                            "description": f"KEP-5004 conformance of DRA driver {profile.driver} (profile {profile.name})"},
+        "config-map": {"profile.yaml": profile.source.read_text()},
+        "spec": {"name": "plugin", "image": image, "imagePullPolicy": "IfNotPresent",
+                 "env": [{"name": "KEP5004_PROFILE", "value": str(SONOBUOY_CONFIG_DIR / "profile.yaml")}]},
+    }
+
+
 # --- what the image runs -------------------------------------------------------------------
 
-def results_dir() -> Path:
-    return Path(os.environ.get("SONOBUOY_RESULTS_DIR") or os.environ.get("RESULTS_DIR") or RESULTS_MOUNT)
+def results_dir(env: dict[str, str]) -> Path:
+    return Path(env.get("SONOBUOY_RESULTS_DIR") or env.get("RESULTS_DIR") or RESULTS_MOUNT)
 
 
-def service_account_kubeconfig(dest: Path) -> Path:
+def service_account_kubeconfig(env: dict[str, str], dest: Path) -> Path:
     """A kubeconfig for the pod's own ServiceAccount (the token file is re-read as it rotates)."""
-    host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+    host, port = env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     config = {"apiVersion": "v1", "kind": "Config", "current-context": "in-cluster",
               "clusters": [{"name": "in-cluster", "cluster": {"server": server,
@@ -144,7 +161,7 @@ def count_tests(args: list[str]) -> int:
 def merge_junit(report: Path, dest: Path) -> None:
     """All stages' JUnit files as one <testsuites> document (what junit_01.xml holds upstream)."""
     merged = ET.Element("testsuites")
-    for path in sorted(report.glob("junit-*.xml")):
+    for path in sorted(report.glob("junit-*.xml")):  # none when the run made no report
         root = ET.parse(path).getroot()
         merged.extend(root.findall("testsuite") if root.tag == "testsuites" else [root])
     ET.ElementTree(merged).write(dest, encoding="utf-8", xml_declaration=True)
@@ -152,12 +169,12 @@ def merge_junit(report: Path, dest: Path) -> None:
 
 def entrypoint(env: dict[str, str] | None = None) -> int:
     env = dict(os.environ if env is None else env)
-    results = results_dir()
+    results = results_dir(env)
     results.mkdir(parents=True, exist_ok=True)
     work = Path(env.get("KEP5004_CACHE", "/tmp/kep5004-cache"))
     work.mkdir(parents=True, exist_ok=True)
     out = work / "reports"
-    args = run_arguments(env, service_account_kubeconfig(work / "kubeconfig"), out)
+    args = run_arguments(env, service_account_kubeconfig(env, work / "kubeconfig"), out)
     started = time.monotonic()
     total = count_tests(args)
     with (results / "e2e.log").open("w") as e2e:
@@ -172,30 +189,28 @@ def entrypoint(env: dict[str, str] | None = None) -> int:
                 e2e.flush()
         code = run.returncode
     report = out / "existing"
-    if report.is_dir():
-        merge_junit(report, results / "junit_01.xml")
-        tarball = results / TARBALL
-        with tarfile.open(tarball, "w:gz") as tar:
+    # Without a report (a bad profile, a missing permission) the log says why.
+    merge_junit(report, results / "junit_01.xml")
+    tarball = results / TARBALL
+    with tarfile.open(tarball, "w:gz") as tar:
+        for name in ("e2e.log", "junit_01.xml"):  # where runners of the conformance image look
+            tar.add(results / name, arcname=name)
+        if report.is_dir():
             tar.add(report, arcname="existing")
-    else:  # the run stopped before it made a report (a bad profile, no permission): say so where it is looked for
-        tarball = results / TARBALL
-        ET.ElementTree(ET.Element("testsuites")).write(results / "junit_01.xml", encoding="utf-8", xml_declaration=True)
-        with tarfile.open(tarball, "w:gz") as tar:
-            tar.add(results / "e2e.log", arcname="e2e.log")
     (results / "done").write_text(str(tarball))
     summary = report / "summary.json"
     if summary.is_file():  # the verdicts, also for runners that bring back only the log (hydrophone)
         verdicts = {r["id"]: r["verdict"] for r in json.loads(summary.read_text())["requirements"]}
         print(f"{VERDICTS_PREFIX} {json.dumps(verdicts, sort_keys=True)}", flush=True)
     # hydrophone stops following the log once it sees this line near the end.
-    print(f"\nGinkgo ran 1 suite in {time.monotonic() - started:.1f}s\n"
+    print(f"Ginkgo ran 1 suite in {time.monotonic() - started:.1f}s\n"
           f"Test Suite {'Passed' if code == 0 else 'Failed'} (conformance.run exit {code})", flush=True)
     return code
 
 
 def hold(seconds: float = 3600) -> int:
     """Keep the results until they were fetched (or `seconds` after they were written)."""
-    results = results_dir()
+    results = results_dir(dict(os.environ))
     while not (results / "done").exists():
         time.sleep(2)
     deadline = time.monotonic() + seconds
@@ -253,14 +268,17 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--kubeconfig", type=Path, default=None)
     f.add_argument("--out", type=Path, default=Path(TARBALL))
     f.add_argument("--timeout", type=float, default=3600)
+    sp = commands.add_parser("sonobuoy-plugin", help="print a sonobuoy plugin definition running the suite image")
+    sp.add_argument("--profile", required=True, type=Path)
+    sp.add_argument("--image", default="")
     commands.add_parser("entrypoint", help="run the suite inside the cluster (the image's entrypoint)")
     commands.add_parser("hold", help="keep the results until fetched (the Job's second container)")
     args = p.parse_args(argv)
-    if args.command == "manifest":
+    if args.command in ("manifest", "sonobuoy-plugin"):
+        path = args.profile if args.profile.suffix else profiles.PROFILES_DIR / f"{args.profile}.yaml"
         image = args.image or suite_image()
-        sys.stdout.write(yaml.safe_dump_all(manifest(args.profile if args.profile.suffix else
-                                                     profiles.PROFILES_DIR / f"{args.profile}.yaml", image, args.namespace),
-                                            sort_keys=False))
+        docs = manifest(path, image, args.namespace) if args.command == "manifest" else [sonobuoy_plugin(path, image)]
+        sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=False))
         return 0
     if args.command == "fetch":
         return fetch(Api(args.kubeconfig), args.namespace, args.out, args.timeout)

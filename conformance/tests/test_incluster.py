@@ -1,0 +1,95 @@
+"""The in-cluster runner without a cluster: manifests, the sonobuoy plugin, the image's contract."""
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from clusters.paths import REPO_ROOT
+from conformance import incluster
+from conformance.lib import permissions
+from conformance.lib.profile import PROFILES_DIR
+
+EXAMPLE = PROFILES_DIR / "example-gpu.yaml"
+
+
+def test_manifest_grants_exactly_the_checked_permissions_and_mounts_the_profile():
+    objs = {o["kind"]: o for o in incluster.manifest(EXAMPLE, "suite:1")}
+    assert list(objs) == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job"]
+    granted = {(g, r, v) for rule in objs["ClusterRole"]["rules"] if "resources" in rule
+               for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    wanted = {(p.group, p.resource + (f"/{p.subresource}" if p.subresource else ""), p.verb)
+              for p in permissions.REQUIRED if not p.path}
+    assert granted == wanted
+    assert objs["ConfigMap"]["data"]["profile.yaml"] == EXAMPLE.read_text()
+    pod = objs["Job"]["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["containers"]] == ["suite", "results"]
+    assert all(c["securityContext"]["runAsUser"] == incluster.NOBODY for c in pod["containers"])
+    assert objs["Job"]["spec"]["backoffLimit"] == 0
+
+
+def test_sonobuoy_plugin_matches_its_documented_schema():
+    schema = json.loads((REPO_ROOT / "fixtures/incluster/sonobuoy-plugin.schema.json").read_text())
+    plugin = incluster.sonobuoy_plugin(EXAMPLE, "suite:1")
+    assert list(Draft202012Validator(schema).iter_errors(plugin)) == []
+    broken = {**plugin, "sonobuoy-config": {**plugin["sonobuoy-config"], "driver": "Deployment"}}
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(broken)] == [
+        "'Deployment' is not one of ['Job', 'DaemonSet']"]
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, ""),
+    ({"E2E_FOCUS": r"\[Conformance\]"}, ""),
+    ({"E2E_FOCUS": "naming", "E2E_SKIP": "quota"}, "(naming) and not (quota)"),
+])
+def test_focus_and_skip_become_one_selection(env, expected):
+    assert incluster.selection(env) == expected
+
+
+def test_extra_args_may_name_the_profile(tmp_path):
+    args = incluster.run_arguments({"E2E_EXTRA_ARGS": "--profile=example-gpu --timeout-scale=2"}, tmp_path / "k", tmp_path)
+    assert args[-2:] == ["--profile=example-gpu", "--timeout-scale=2"] and "--profile" not in args
+    assert incluster.run_arguments({"KEP5004_PROFILE": "/p.yaml"}, tmp_path / "k", tmp_path)[-2:] == ["--profile", "/p.yaml"]
+
+
+def test_entrypoint_writes_what_hydrophone_and_sonobuoy_collect(monkeypatch, tmp_path, capsys):
+    """A stand-in run: the results directory gets e2e.log (opening with the spec count), junit_01.xml,
+    the tarball and `done`; stdout ends with the verdicts and the line hydrophone waits for."""
+    monkeypatch.setattr(incluster, "count_tests", lambda args: 3)
+
+    def fake_run(cmd, **kwargs):
+        out = Path(cmd[cmd.index("--out") + 1]) / "existing"
+        out.mkdir(parents=True)
+        (out / "junit-parallel.xml").write_text('<testsuite name="p" tests="1"><testcase name="t"/></testsuite>')
+        (out / "summary.json").write_text(json.dumps({"requirements": [{"id": "API-1", "verdict": "passed"}]}))
+        return FakeProcess()
+
+    class FakeProcess:
+        stdout = iter(["running\n"])
+        returncode = 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(incluster.subprocess, "Popen", fake_run)
+    env = {"RESULTS_DIR": str(tmp_path / "results"), "KEP5004_CACHE": str(tmp_path / "cache"),
+           "KEP5004_PROFILE": str(EXAMPLE), "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    assert incluster.entrypoint(env) == 0
+    results = tmp_path / "results"
+    assert (results / "e2e.log").read_text().splitlines()[0] == "Will run 3 of 3 specs"
+    assert "<testcase" in (results / "junit_01.xml").read_text()
+    assert (results / "done").read_text() == str(results / incluster.TARBALL)
+    with tarfile.open(results / incluster.TARBALL) as tar:
+        assert {"e2e.log", "junit_01.xml", "existing/summary.json"} <= set(tar.getnames())
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-3] == 'KEP5004-VERDICTS {"API-1": "passed"}'
+    assert lines[-2].startswith("Ginkgo ran 1 suite in ") and lines[-1].startswith("Test Suite Passed")
+    config = yaml.safe_load((tmp_path / "cache" / "kubeconfig").read_text())
+    assert config["clusters"][0]["cluster"]["server"] == "https://10.96.0.1:443"
