@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -116,14 +117,33 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
         cmd += ["-n", str(workers)]
     log(f"stage {name} ({report.profile.name}): {' '.join(cmd[3:])}")
     start = time.monotonic()
+    # Its own process group, so that an interrupt reaches pytest AND its xdist workers (which
+    # would otherwise go on creating namespaces after the sweep), and only through us.
+    stage_pytest = subprocess.Popen(cmd, cwd=REPO_ROOT, start_new_session=True)
     try:
-        code = subprocess.call(cmd, cwd=REPO_ROOT)
+        code = stage_pytest.wait()
     except KeyboardInterrupt:
+        stop_process_group(stage_pytest)
         StageLog(out).add(name, time.monotonic() - start, error="interrupted")
         raise
     log(f"stage {name}: exit {code} after {time.monotonic() - start:.0f} s")
     StageLog(out).add(name, time.monotonic() - start, exit=code)
     return 0 if code == 5 else code  # 5: the stage selected no test; a signal gives a negative code
+
+
+def stop_process_group(process: subprocess.Popen, grace: float = 60) -> None:
+    """SIGINT to the whole group (pytest tears its fixtures down: pods and namespaces go), then
+    SIGKILL to whatever is left after `grace` seconds."""
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def main_stages(kubeconfig: Path, args: argparse.Namespace, report: Report) -> list[int]:

@@ -31,9 +31,11 @@ RESOURCE = "resource.k8s.io"
 REQUIRED: tuple[Permission, ...] = (
     *(Permission(v, "namespaces", why="one namespace per test") for v in ("create", "delete", "list")),
     *(Permission(v, "pods") for v in ("create", "get", "list", "delete", "update", "patch")),
-    Permission("create", "pods", subresource="exec", why="the probe runs in test containers"),
+    # exec is a websocket GET since 1.30 (create for the older SPDY POST): both verbs are needed
+    *(Permission(v, "pods", subresource="exec", why="the probe runs in test containers") for v in ("create", "get")),
     Permission("get", "pods", subresource="log", why="finished containers are judged by their probe output"),
-    Permission("update", "pods", subresource="status", why="status validation (API-7, NEG-6)"),
+    *(Permission(v, "pods", subresource="status", why="status validation (API-7, NEG-6, STATUS-4)")
+      for v in ("update", "patch")),
     Permission("patch", "pods", subresource="ephemeralcontainers", why="CTR-4"),
     *(Permission(v, "resourceclaims", RESOURCE) for v in ("create", "get", "list", "delete")),
     *(Permission(v, "deviceclasses", RESOURCE, why="naming tests create their own classes")

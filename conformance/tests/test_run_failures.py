@@ -114,3 +114,31 @@ def test_missing_permissions_are_named_before_anything_is_created(monkeypatch, t
     profile.write_text((run.REPO_ROOT / "fixtures/profiles/fake-gpu.yaml").read_text().replace("deploy: fake-driver", "deploy: preinstalled"))
     assert run.main(["--kubeconfig", str(tmp_path / "kubeconfig"), "--profile", str(profile)]) == 2
     assert "lack 1 permission(s) the suite needs: create deviceclasses.resource.k8s.io" in capsys.readouterr().err
+
+
+def test_an_interrupted_stage_stops_its_whole_process_group():
+    """pytest's xdist workers are children of the stage's pytest: all of them must stop, or they
+    go on creating namespaces after the runner swept the cluster."""
+    import signal
+    import subprocess
+    import time
+    stage = subprocess.Popen(["sh", "-c", "trap '' INT; sleep 300 & sleep 300 & wait"], start_new_session=True)
+    time.sleep(0.5)
+    run.stop_process_group(stage, grace=1)
+    time.sleep(0.2)
+    assert not _running_in_group(stage.pid), "processes of the stage's group survived"
+    assert stage.returncode == -signal.SIGKILL
+
+
+def _running_in_group(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc."""
+    from pathlib import Path
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
