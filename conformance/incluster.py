@@ -76,7 +76,7 @@ def manifest(profile_path: Path, image: str, namespace: str = NAME) -> list[dict
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
-         "rules": permissions.cluster_role_rules()},
+         "rules": permissions.cluster_role_rules(permissions.required(profile))},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{NAME}:{namespace}"},

@@ -335,7 +335,7 @@ def on_existing(args: argparse.Namespace, arg: str, profile: profiles.Profile) -
     except Exception as err:
         raise CommandError(f"the cluster in {args.kubeconfig} is unreachable: {' '.join(str(err).split())}") from None
     log(f"existing cluster {args.kubeconfig}: server {server}")
-    lacking = permissions.missing(api)
+    lacking = permissions.missing(api, permissions.required(profile))
     if lacking:
         raise CommandError(f"the credentials in {args.kubeconfig} lack {len(lacking)} permission(s) the suite needs: "
                            + ", ".join(f"{p}" + (f" ({p.why})" if p.why else "") for p in lacking))

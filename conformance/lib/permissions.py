@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conformance.lib.profile import Profile
 from kube.api import Api
 
 
@@ -45,10 +46,22 @@ REQUIRED: tuple[Permission, ...] = (
     *(Permission(v, "nodes") for v in ("get", "list")),
     Permission("get", "nodes", subresource="proxy", why="each kubelet's feature gates (preflight)"),
     Permission("list", "events", why="FailedScheduling and driver events"),
-    *(Permission(v, "deployments", "apps") for v in ("create", "list")),
-    Permission("create", "jobs", "batch", why="stored workloads"),
+    *(Permission(v, "deployments", "apps", why="stored workloads, mixed tests") for v in ("create", "list", "delete")),
+    *(Permission(v, "statefulsets", "apps", why="stored workloads") for v in ("create", "list")),
+    *(Permission(v, "jobs", "batch", why="stored workloads") for v in ("create", "get", "list", "delete")),
+    Permission("create", "services", why="stored workloads (a StatefulSet's headless Service)"),
+    *(Permission(v, "daemonsets", "apps", why="the driver update test rolls the driver's DaemonSets")
+      for v in ("get", "list", "patch")),
     Permission("get", path="/metrics", why="kube-apiserver's feature gates (preflight)"),
 )
+# Only for profiles with the nodeModes capability: the migration tests move a node between the
+# device plugin and DRA by relabelling it.
+RELABEL_NODES = Permission("patch", "nodes", why="nodeModes: the migration tests relabel nodes")
+
+
+def required(profile: Profile) -> tuple[Permission, ...]:
+    """What the suite needs for this profile's driver."""
+    return REQUIRED + ((RELABEL_NODES,) if profile.node_modes else ())
 
 
 def _allowed(api: Api, p: Permission) -> bool:
@@ -60,15 +73,15 @@ def _allowed(api: Api, p: Permission) -> bool:
     return bool((review.get("status") or {}).get("allowed"))
 
 
-def missing(api: Api, required: tuple[Permission, ...] = REQUIRED) -> list[Permission]:
-    return [p for p in required if not _allowed(api, p)]
+def missing(api: Api, needed: tuple[Permission, ...]) -> list[Permission]:
+    return [p for p in needed if not _allowed(api, p)]
 
 
-def cluster_role_rules(required: tuple[Permission, ...] = REQUIRED) -> list[dict]:
-    """The RBAC rules granting exactly `required`: what a ServiceAccount running the suite needs."""
+def cluster_role_rules(needed: tuple[Permission, ...]) -> list[dict]:
+    """The RBAC rules granting exactly `needed`: what a ServiceAccount running the suite needs."""
     by_resource: dict[tuple[str, str], list[str]] = {}
     paths: dict[str, list[str]] = {}
-    for p in required:
+    for p in needed:
         verbs = paths.setdefault(p.path, []) if p.path else by_resource.setdefault(
             (p.group, p.resource + (f"/{p.subresource}" if p.subresource else "")), [])
         if p.verb not in verbs:

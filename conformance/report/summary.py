@@ -81,6 +81,11 @@ def verdicts(records: list[dict], context: dict | None = None) -> list[Verdict]:
         applies, why = req.applies_to(minor, context.get("gate_enabled")) if minor else (True, "")
         if found:
             verdict, reasons, refs = _verdict_from_checks(found)
+            # Another test of the same ID broke before checking it: what it would have found is
+            # unknown, so the ID cannot be credited (error outranks deviates, passed, observed).
+            broken = _broken(unevaluated.get(req.id, []), checks)
+            if broken and PRECEDENCE.index(verdict) > PRECEDENCE.index(ERROR):
+                verdict, reasons, refs = ERROR, broken, []
         # The gate state can change within a run (the gate-cycle stage switches it off): a gate
         # requirement evaluated on a version it covers keeps its verdict; the version range decides.
         evaluated_in_range = bool(found) and minor is not None and minor in req.versions
@@ -96,17 +101,25 @@ def _unevaluated(records: list[dict], checks: dict[str, list[tuple[str, Check]]]
     """Tests that cite the ID but ended without evaluating it: skipped for a reason (not
     applicable), stopped by a failed check of another ID (not tested: the failure is reported
     under that ID), or broken by something that is no check at all (error)."""
-    def stopped_by(test: str) -> list[str]:
-        return sorted({rid for rid, found in checks.items() for t, c in found if t == test and c.verdict == FAILED})
     broken = [r for r in records if r["outcome"] != "skipped"]
     if not broken:
         return NOT_APPLICABLE, sorted({r["message"] for r in records})
-    errors = [r for r in broken if not stopped_by(r["test"])]
+    errors = _broken(records, checks)
     if errors:
-        return ERROR, sorted({f"{r['test']} ({r['when']}) ended before checking it: {_last_line(r['message'])}"
-                              for r in errors})
-    return NOT_TESTED, sorted({f"{r['test']}: not reached, it stopped at failed {', '.join(stopped_by(r['test']))}"
+        return ERROR, errors
+    return NOT_TESTED, sorted({f"{r['test']}: not reached, it stopped at failed {', '.join(_stopped_by(r['test'], checks))}"
                                for r in broken})
+
+
+def _stopped_by(test: str, checks: dict[str, list[tuple[str, Check]]]) -> list[str]:
+    return sorted({rid for rid, found in checks.items() for t, c in found if t == test and c.verdict == FAILED})
+
+
+def _broken(records: list[dict], checks: dict[str, list[tuple[str, Check]]]) -> list[str]:
+    """Why tests ended without evaluating the ID through something that is no check at all (an
+    exception, a forbidden call, a fixture that broke); [] if none did."""
+    return sorted({f"{r['test']} ({r['when']}) ended before checking it: {_last_line(r['message'])}"
+                   for r in records if r["outcome"] != "skipped" and not _stopped_by(r["test"], checks)})
 
 
 COLUMNS = (PASSED, FAILED, DEVIATES, OBSERVED, NOT_APPLICABLE, ERROR, NOT_TESTED)

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 from clusters.paths import REPO_ROOT
 from conformance import incluster
-from conformance.lib import permissions
+from conformance.lib import permissions, profile as profiles
 from conformance.lib.profile import PROFILES_DIR
 
 EXAMPLE = PROFILES_DIR / "example-gpu.yaml"
@@ -23,7 +23,7 @@ def test_manifest_grants_exactly_the_checked_permissions_and_mounts_the_profile(
     granted = {(g, r, v) for rule in objs["ClusterRole"]["rules"] if "resources" in rule
                for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     wanted = {(p.group, p.resource + (f"/{p.subresource}" if p.subresource else ""), p.verb)
-              for p in permissions.REQUIRED if not p.path}
+              for p in permissions.required(profiles.load(str(EXAMPLE))) if not p.path}
     assert granted == wanted
     assert objs["ConfigMap"]["data"]["profile.yaml"] == EXAMPLE.read_text()
     pod = objs["Job"]["spec"]["template"]["spec"]

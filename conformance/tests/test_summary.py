@@ -63,6 +63,18 @@ def test_a_test_broken_before_its_checks_is_an_error_not_a_failure_of_every_cite
     assert "ended before checking it: ApiException: 500" in got["CTR-1"].reasons[0]
 
 
+def test_a_broken_test_keeps_its_id_from_being_credited_by_passes_elsewhere():
+    """Seen on a restricted ServiceAccount: the driver-update test was forbidden to list DaemonSets
+    before it checked KUBELET-1, which other tests passed. KUBELET-1 is then not `passed`."""
+    got = by_id([record("t::claim", "passed", ["KUBELET-1"], [("KUBELET-1", "passed")]),
+                 record("t::update", "failed", ["KUBELET-1"], message="ApiException: (403) daemonsets is forbidden")])
+    assert got["KUBELET-1"].verdict == "error"
+    assert got["KUBELET-1"].reasons == ["t::update (call) ended before checking it: ApiException: (403) daemonsets is forbidden"]
+    failed = by_id([record("t::a", "failed", ["CTR-1"], [("CTR-1", "failed", "wrong device")]),
+                    record("t::b", "failed", ["CTR-1"], message="ApiException: 500")])
+    assert failed["CTR-1"].verdict == "failed"  # a failure still outranks an error
+
+
 def test_ids_after_a_failed_stop_check_are_not_tested_not_errors():
     got = by_id([record("t::x", "failed", ["NAME-1", "CTR-1"], [("NAME-1", "failed", "pod never Running")])])
     assert got["NAME-1"].verdict == "failed"
