@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conformance.lib.special_claim import RESOURCE_API
 from kube.api import Api, Obj
+from kube.waits import wait_for
 
 LABEL = "kep5004.io/test"
 SELECTOR = f"{LABEL}=true"
@@ -23,10 +24,13 @@ def leftovers(api: Api) -> list[str]:
             for o in api.list(version, kind, label_selector=SELECTOR)]
 
 
-def sweep(api: Api) -> list[str]:
-    """Delete every labelled object (namespaces take their pods, claims and quotas with them)."""
+def sweep(api: Api, timeout: float = 180) -> list[str]:
+    """Delete every labelled object (namespaces take their pods, claims and quotas with them) and
+    wait until they are gone: a namespace still terminating holds pods and devices."""
     gone = leftovers(api)
     for version, kind in CLUSTER_SCOPED:
         for o in api.list(version, kind, label_selector=SELECTOR):
             api.delete(version, kind, o["metadata"]["name"])
+    wait_for(lambda: not leftovers(api), timeout=timeout, interval=2, what="the objects the suite made to be gone",
+             describe=lambda: ", ".join(leftovers(api)))
     return gone

@@ -89,6 +89,7 @@ def test_entrypoint_writes_what_hydrophone_and_sonobuoy_collect(monkeypatch, tmp
     with tarfile.open(results / incluster.TARBALL) as tar:
         assert {"e2e.log", "junit_01.xml", "existing/summary.json"} <= set(tar.getnames())
     lines = capsys.readouterr().out.strip().splitlines()
+    assert (results / "e2e.log").read_text().strip().splitlines()[-3:] == lines[-3:]
     assert lines[-3] == 'KEP5004-VERDICTS {"API-1": "passed"}'
     assert lines[-2].startswith("Ginkgo ran 1 suite in ") and lines[-1].startswith("Test Suite Passed")
     config = yaml.safe_load((tmp_path / "cache" / "kubeconfig").read_text())
