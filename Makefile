@@ -72,4 +72,4 @@ bench: images
 	$(PY) -m conformance.bench $(ARGS)
 
 clean-clusters: venv
-	$(PY) -m clusters delete --all
+	$(PY) -m clusters down --all

@@ -9,6 +9,7 @@ Unset names default from PROFILE (driver and resource names) or from DEFAULTS.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 from string import Template
@@ -21,7 +22,8 @@ from fake_driver.exposure import DEFAULT_STATE_DIR
 from fake_driver.inventory import PROFILES
 
 DEPLOY_DIR = Path(__file__).resolve().parent / "deploy"
-DRIVER_FILES = ("namespace.yaml", "rbac.yaml", "config.yaml", "dra-plugin.yaml", "device-plugin.yaml")
+CONFIG_FILE = "config.yaml"
+DRIVER_FILES = ("namespace.yaml", "rbac.yaml", CONFIG_FILE, "dra-plugin.yaml", "device-plugin.yaml")
 DEVICECLASS_FILE = "deviceclasses.yaml"
 
 # Node label that selects which plugin runs on a node: "dra", "device-plugin" or "both".
@@ -58,7 +60,12 @@ def template_values(overrides: Mapping[str, str] | None = None) -> dict[str, str
 
 def render(file_name: str, overrides: Mapping[str, str] | None = None) -> str:
     """Fails on a placeholder without value, so no `${...}` reaches the API server."""
-    return Template((DEPLOY_DIR / file_name).read_text()).substitute(template_values(overrides))
+    values = template_values(overrides)
+    text = (DEPLOY_DIR / file_name).read_text()
+    if "${CONFIG_HASH}" in text:  # pod templates: a changed config rolls their pods
+        config = Template((DEPLOY_DIR / CONFIG_FILE).read_text()).substitute(values)
+        values["CONFIG_HASH"] = hashlib.sha256(config.encode()).hexdigest()[:16]
+    return Template(text).substitute(values)
 
 
 def render_driver(overrides: Mapping[str, str] | None = None) -> str:

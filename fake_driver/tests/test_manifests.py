@@ -95,3 +95,16 @@ def test_cli(capsys):
     assert manifests.main(["deviceclasses", "DRIVER_NAME=gpu.cli.io"]) == 0
     assert 'device.driver == "gpu.cli.io"' in capsys.readouterr().out
     assert manifests.main(["driver", "oops"]) == 2
+
+
+def test_a_changed_config_rolls_the_plugin_pods():
+    """The plugins read their config once: the pod templates carry its hash, so that applying a
+    different configuration (another profile on a reused cluster) restarts them."""
+    def hashes(**overrides):
+        docs = [d for d in yaml.safe_load_all(manifests.render_driver(overrides)) if d and d["kind"] == "DaemonSet"]
+        return {d["metadata"]["name"]: d["spec"]["template"]["metadata"]["annotations"]["fake-gpu.kep5004.io/config-hash"]
+                for d in docs}
+    base = hashes(PROFILE="nvidia")
+    assert len(base) == 2 and base == hashes(PROFILE="nvidia")
+    changed = hashes(PROFILE="nvidia", EXPOSURE="env-names")
+    assert all(changed[name] != base[name] for name in base)
