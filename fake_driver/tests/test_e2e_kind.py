@@ -62,7 +62,7 @@ def test_daemonsets_ready_and_slices_list_all_devices(driver: Api, profile: Prof
         status = driver.get("apps/v1", "DaemonSet", ds, NAMESPACE)["status"]
         assert status["numberReady"] == status["desiredNumberScheduled"] == 1, f"{ds}: {status}"
     dra_node = node_with_mode(driver, "dra")
-    assert dict(driver_setup.published_devices(driver, profile)) == {dra_node: profile.devices_per_node}
+    assert dict(driver_setup.published_devices(driver, profile)) == {dra_node: profile.devices_on(dra_node)}
 
 
 def test_claim_for_two_gpus_sees_exactly_them(driver: Api, profile: Profile, ns: str) -> None:
@@ -82,7 +82,7 @@ def test_claim_for_two_gpus_sees_exactly_them(driver: Api, profile: Profile, ns:
 def test_device_plugin_node_serves_the_name(driver: Api, profile: Profile, ns: str) -> None:
     dp_node, dra_node = node_with_mode(driver, "device-plugin"), node_with_mode(driver, "dra")
     name = profile.extended_resource_name
-    wait_for(lambda: driver.get("v1", "Node", dp_node)["status"]["allocatable"].get(name) == str(profile.devices_per_node),
+    wait_for(lambda: driver.get("v1", "Node", dp_node)["status"]["allocatable"].get(name) == str(profile.devices_on(dp_node)),
              timeout=60, what=f"{dp_node} to advertise {name}",
              describe=lambda: json.dumps(driver.get("v1", "Node", dp_node)["status"]["allocatable"]))
     assert name not in driver.get("v1", "Node", dra_node)["status"]["allocatable"], "DRA node advertises the name"
