@@ -87,6 +87,21 @@ def test_driver_error_deletes_the_cluster_it_made(kind):
     assert stages(kind)[0]["stage"] == "dra driver"
 
 
+def test_profiles_take_turns_on_one_cluster_each_with_its_own_report(kind, monkeypatch):
+    removed = []
+    monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({"DRIVER_IMAGE": "driver:1"})))
+    monkeypatch.setattr(run.driver_setup, "uninstall_fake_driver", lambda kubectl, profile, image: removed.append(profile.name))
+    monkeypatch.setattr(run, "main_stages", lambda kubeconfig, args, report: [0 if report.profile.name == "fake-gpu" else 1])
+    assert run.main(["--k8s-versions", "1.37", "--no-mixed", "--profile", "fake-gpu,example-gpu",
+                     "--out", str(kind["out"])]) == 1
+    assert [c.name for c in kind["clusters"]] == ["kep5004-dra-137"] and kind["deleted"] == ["kep5004-dra-137"]
+    assert removed == ["fake-gpu"], "the first profile's driver goes before the second one's comes"
+    first, second = (json.loads((kind["out"] / name / "summary.json").read_text())["context"]
+                     for name in ("kep5004-dra-137", "kep5004-dra-137-example-gpu"))
+    assert (first["profile"], second["profile"]) == ("fake-gpu", "example-gpu")
+    assert kind["clusters"][0].exported, "the second profile's failure exports the cluster's logs"
+
+
 def test_interrupt_writes_a_partial_summary_deletes_and_exits_130(kind):
     kind["driver_error"] = KeyboardInterrupt()
     assert run_kind(kind) == 130
