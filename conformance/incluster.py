@@ -38,6 +38,7 @@ from pathlib import Path
 import yaml
 
 from clusters.paths import REPO_ROOT
+from clusters.shell import CommandError
 from conformance.invocation import prog
 from conformance.lib import permissions, profile as profiles
 from kube.api import Api
@@ -240,6 +241,9 @@ def fetch(api: Api, namespace: str, dest: Path, timeout: float) -> int:
         return running and api.exec(namespace, p["metadata"]["name"],
                                     ["sh", "-c", f"cat {RESULTS_MOUNT}/done 2>/dev/null || true"], "results").strip()
 
+    if api.get("batch/v1", "Job", NAME, namespace) is None:
+        raise CommandError(f"no Job {namespace}/{NAME}: apply `{prog('conformance.incluster')} manifest` first "
+                           "(or pass --namespace)")
     log(f"waiting for the suite in namespace {namespace} (up to {timeout:.0f} s)")
     tarball = wait_for(done, timeout=timeout, interval=10, what=f"job {namespace}/{NAME} to write its results",
                        describe=lambda: str(((pod() or {}).get("status") or {}).get("containerStatuses")))
@@ -286,7 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=False))
         return 0
     if args.command == "fetch":
-        return fetch(Api(args.kubeconfig), args.namespace, args.out, args.timeout)
+        try:
+            return fetch(Api(args.kubeconfig), args.namespace, args.out, args.timeout)
+        except CommandError as err:
+            log(f"error: {err}")
+            return 2
     return entrypoint() if args.command == "entrypoint" else hold()
 
 

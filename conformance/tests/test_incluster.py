@@ -94,3 +94,11 @@ def test_entrypoint_writes_what_hydrophone_and_sonobuoy_collect(monkeypatch, tmp
     assert lines[-2].startswith("Ginkgo ran 1 suite in ") and lines[-1].startswith("Test Suite Passed")
     config = yaml.safe_load((tmp_path / "cache" / "kubeconfig").read_text())
     assert config["clusters"][0]["cluster"]["server"] == "https://10.96.0.1:443"
+
+
+def test_fetch_without_the_job_is_one_line_not_an_hour_of_waiting(tmp_path, capsys):
+    class NoJob:
+        def get(self, *args):
+            return None
+    with pytest.raises(incluster.CommandError, match="no Job kep5004-conformance/kep5004-conformance: apply"):
+        incluster.fetch(NoJob(), "kep5004-conformance", tmp_path / "r.tar.gz", timeout=3600)
