@@ -102,3 +102,11 @@ def test_fetch_without_the_job_is_one_line_not_an_hour_of_waiting(tmp_path, caps
             return None
     with pytest.raises(incluster.CommandError, match="no Job kep5004-conformance/kep5004-conformance: apply"):
         incluster.fetch(NoJob(), "kep5004-conformance", tmp_path / "r.tar.gz", timeout=3600)
+
+
+def test_vendor_check_counts_what_the_suite_left_but_not_the_driver_pods_it_rolled():
+    from conformance.vendor_check import left_behind
+    before = {"Pod": ["fake-gpu-driver/dra-a", "kube-system/x"], "Namespace": ["default"]}
+    after = {"Pod": ["fake-gpu-driver/dra-b", "kube-system/x", "kep5004-1/p"], "Namespace": ["default", "kep5004-1"]}
+    assert left_behind(before, after, "fake-gpu-driver") == {"Pod": ["kep5004-1/p"], "Namespace": ["kep5004-1"]}
+    assert left_behind(before, before, "fake-gpu-driver") == {}
