@@ -34,6 +34,8 @@ from conformance.invocation import prog
 from conformance.lib import driver_setup, profile as profiles
 from kube.api import Api
 
+# The driver certified: the fake driver's second personality, installed by hand.
+PROFILE_PATH = profiles.PROFILES_DIR / "example-gpu.yaml"
 # What the suite may create, listed before and after a run (kind, API version, namespaced).
 LISTED = (("Namespace", "v1", False), ("DeviceClass", "resource.k8s.io/v1", False),
           ("ResourceClaim", "resource.k8s.io/v1", True), ("ResourceQuota", "v1", True), ("Pod", "v1", True),
@@ -119,9 +121,6 @@ def hydrophone_run(cluster: lifecycle.Cluster, image: str, out: Path) -> tuple[i
     with (dest / "hydrophone.log").open("w") as output:
         code = subprocess.run(cmd, stdout=output, stderr=subprocess.STDOUT).returncode
     return code, verdicts_in_log((dest / "e2e.log").read_text() if (dest / "e2e.log").exists() else "")
-
-
-PROFILE_PATH = profiles.PROFILES_DIR / "example-gpu.yaml"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,13 +9,13 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 import yaml
 from jsonschema import Draft202012Validator, ValidationError
 
 from clusters.paths import REPO_ROOT
+from fake_driver.config import device_count
 from fake_driver.defects import DEFECTS
 
 PROFILES_DIR = REPO_ROOT / "fixtures" / "profiles"
@@ -112,11 +112,9 @@ class Profile:
         return f"deviceclass.resource.kubernetes.io/{self.device_class}"
 
     def devices_on(self, node: str) -> int:
-        """How many devices the driver publishes for `node`, by the profile."""
-        exact = self.device_counts.get(node)
-        if exact is not None:
-            return exact
-        return next((n for pattern, n in self.device_counts.items() if fnmatchcase(node, pattern)), 0)
+        """How many devices the driver publishes for `node`, by the profile: the same matching as
+        the fake driver's `nodeDevices`, to which a fake-driver profile's counts are handed verbatim."""
+        return device_count(node, self.device_counts, 0)
 
 
 def load(name_or_path: str) -> Profile:
