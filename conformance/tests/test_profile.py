@@ -22,6 +22,13 @@ def write(tmp_path: Path, doc: object) -> str:
     return str(path)
 
 
+def refusal(tmp_path: Path, doc: object) -> str:
+    """The error text of loading `doc` as a profile, which must be refused."""
+    with pytest.raises(ProfileError) as err:
+        profiles.load(write(tmp_path, doc))
+    return str(err.value)
+
+
 def base() -> dict:
     return yaml.safe_load((PROFILES_DIR / "fake-gpu.yaml").read_text())
 
@@ -31,9 +38,7 @@ def test_every_schema_problem_is_reported_with_its_path(tmp_path):
     del doc["driver"], doc["workloadImage"]
     doc["devicesPerNode"] = "eight"
     doc["nodeSelector"] = {"dra": "x"}
-    with pytest.raises(ProfileError) as err:
-        profiles.load(write(tmp_path, doc))
-    text = str(err.value)
+    text = refusal(tmp_path, doc)
     for expected in ("'driver' is a required property", "'workloadImage' is a required property",
                      "devicesPerNode: 'eight' is not valid under any of the given schemas ('eight' is not of type 'integer'; "
                          "'eight' is not of type 'object')", "nodeSelector.dra: 'x' is not of type 'object'"):
@@ -56,9 +61,7 @@ def test_patterns_names_and_defects_are_checked_beyond_the_schema(tmp_path):
     doc["probe"]["pattern"] = "^FAKEGPU (\\S+)"
     doc["probe"]["channels"] = {"env": "(?P<id>"}
     doc["fakeDriver"]["defects"] = ["no-such-defect"]
-    with pytest.raises(ProfileError) as err:
-        profiles.load(write(tmp_path, doc))
-    text = str(err.value)
+    text = refusal(tmp_path, doc)
     assert "extendedResourceName: 'gpu' is not a valid" in text
     assert "probe.pattern: needs a named group (?P<id>...)" in text
     assert "probe.channels.env: not a valid regular expression" in text
@@ -88,9 +91,7 @@ def test_capabilities_and_workloads_are_checked_beyond_the_schema(tmp_path):
     doc["workloads"] = "no-such-set"
     del doc["driverPods"]
     doc["nodeModes"]["values"]["both"] = "dra"
-    with pytest.raises(ProfileError) as err:
-        profiles.load(write(tmp_path, doc))
-    text = str(err.value)
+    text = refusal(tmp_path, doc)
     assert "workloads: 'no-such-set' is neither a directory under" in text
     assert "nodeModes: needs driverPods.namespace" in text
     assert "nodeModes.values: each mode needs its own label value" in text
