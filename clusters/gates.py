@@ -4,6 +4,9 @@ The control-plane components get the gate in their static pod manifests' --featu
 flag, every kubelet in its configuration file (then a restart): what an operator does to
 roll a gate back without rebuilding the cluster. Each step waits for the component to
 report the new state before the next one, so a test starts only on a settled cluster.
+
+Where the gate is locked (GA), only a control plane emulating an older minor
+(--emulated-version) may switch it off; kubelets have no such flag and keep it on.
 """
 from __future__ import annotations
 
@@ -22,29 +25,31 @@ CONTROL_PLANE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-s
 MANIFEST_DIR = "/etc/kubernetes/manifests"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 FLAG = "--feature-gates="
+EMULATED = "--emulated-version="
 
 
 def gates_text(gates: dict[str, bool]) -> str:
     return ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))
 
 
-def with_gate(command: list[str], gate: str, value: bool) -> list[str]:
-    """The command with gate=value merged into its --feature-gates flag (added if missing)."""
+def with_gate(command: list[str], gate: str, value: bool, emulated: str | None = None) -> list[str]:
+    """The command with gate=value merged into its --feature-gates flag (added if missing), and
+    --emulated-version set to `emulated` (removed when None)."""
     gates: dict[str, bool] = {}
     rest = []
     for arg in command:
         if arg.startswith(FLAG):
             gates.update(parse_gates(arg[len(FLAG):]))
-        else:
+        elif not arg.startswith(EMULATED):
             rest.append(arg)
     gates[gate] = value
-    return [*rest, FLAG + gates_text(gates)]
+    return [*rest, *([EMULATED + emulated] if emulated else []), FLAG + gates_text(gates)]
 
 
-def patch_manifest(text: str, gate: str, value: bool) -> str:
+def patch_manifest(text: str, gate: str, value: bool, emulated: str | None = None) -> str:
     pod = yaml.safe_load(text)
     container = pod["spec"]["containers"][0]
-    container["command"] = with_gate(container["command"], gate, value)
+    container["command"] = with_gate(container["command"], gate, value, emulated)
     return yaml.safe_dump(pod, sort_keys=False)
 
 
@@ -54,10 +59,10 @@ def patch_kubelet_config(text: str, gate: str, value: bool) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def _switch_control_plane(kubeconfig: Path, node: Node, gate: str, value: bool) -> None:
+def _switch_control_plane(kubeconfig: Path, node: Node, gate: str, value: bool, emulated: str | None) -> None:
     for component in CONTROL_PLANE_COMPONENTS:
         path = f"{MANIFEST_DIR}/{component}.yaml"
-        node.write(path, patch_manifest(node.read(path), gate, value))
+        node.write(path, patch_manifest(node.read(path), gate, value, emulated))
     # Every component is checked for the exact flag it now runs with; the API server also by its metric.
     health.wait_static_pods(kubeconfig, node.name, CONTROL_PLANE_COMPONENTS, f"{gate}={str(value).lower()}")
     _wait_reported(kubeconfig, gate, value)
@@ -77,22 +82,49 @@ def _wait_reported(kubeconfig: Path, gate: str, value: bool, node: str | None = 
              describe=lambda: f"{gate}={health.feature_enabled(kubeconfig, gate, node)}", transient=TRANSIENT_ERRORS)
 
 
-def set_gate(kubeconfig: Path, nodes: KindNodes, gate: str, value: bool) -> None:
+def set_gate(kubeconfig: Path, nodes: KindNodes, gate: str, value: bool, emulated: str | None = None,
+             kubelets: bool = True) -> None:
     """Switch every component; returns once all report the gate as set.
 
     Kubelets are switched on before the control plane and off after it: a scheduler with the
     gate on binds pods with a special claim that a kubelet with the gate off never prepares,
-    so their containers start without devices (seen on 1.36.3, docs/findings.md)."""
+    so their containers start without devices (seen on 1.36.3, docs/findings.md).
+    With `emulated` (a minor such as "1.36") the control plane emulates it: the way to switch
+    off a gate that is locked on in this version, where kubelets (which cannot emulate) are
+    left alone (`kubelets=False`); switching back on without `emulated` removes the emulation."""
     def control_plane() -> None:
         for node in nodes.control_planes:
-            progress(f"{nodes.cluster}: {gate}={value} in the control plane of {node.name}")
-            _switch_control_plane(kubeconfig, node, gate, value)
+            emulation = f" emulating {emulated}" if emulated else ""
+            progress(f"{nodes.cluster}: {gate}={value} in the control plane of {node.name}{emulation}")
+            _switch_control_plane(kubeconfig, node, gate, value, emulated)
 
-    def kubelets() -> None:
+    def switch_kubelets() -> None:
+        if not kubelets:
+            return
         for node in nodes.nodes:
             progress(f"{nodes.cluster}: {gate}={value} in the kubelet of {node.name}")
             _switch_kubelet(kubeconfig, node, gate, value)
 
-    for step in ((kubelets, control_plane) if value else (control_plane, kubelets)):
+    for step in ((switch_kubelets, control_plane) if value else (control_plane, switch_kubelets)):
         step()
     health.wait_nodes_ready(kubeconfig)
+
+
+# Where each component's binary is: kubelets on the node itself, the control plane in its image.
+_IMAGE = "registry.k8s.io/{component}:{version}"
+
+
+def try_start(nodes: KindNodes, component: str, version: str, flags: list[str]) -> str:
+    """Start one more `component` of the cluster's own binary with `flags` and nothing it could
+    run with (no configuration, no API server), so that it exits right after checking its
+    flags; what it printed. Used to see which flags a component refuses, without touching the
+    running one."""
+    if component == "kubelet":
+        node = nodes.workers[0] if nodes.workers else nodes.control_planes[0]
+        command = f"kubelet {' '.join(flags)} --config=/nonexistent/kep5004-kubelet.yaml"
+    else:
+        node = nodes.control_planes[0]
+        image = _IMAGE.format(component=component, version=version)
+        command = (f"ctr -n k8s.io run --rm {image} kep5004-try-{component} "
+                   f"{component} {' '.join(flags)} --kubeconfig=/nonexistent/kep5004.conf")
+    return node.sh(f"timeout 60 {command} 2>&1; echo exit=$?")

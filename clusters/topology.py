@@ -17,13 +17,12 @@ SERVICE_SUBNET = "10.96.0.0/16"
 TOPOLOGIES: dict[str, tuple[str, ...]] = {
     "dra": ("dra", "dra"),
     "mixed": ("dra", "device-plugin"),
-    # Clusters that a test changes in place (versions, gates): one DRA worker keeps the
-    # restarts of every component affordable on two cores.
-    "upgrade": ("dra",),
-    "gate-cycle": ("dra",),
+    # A cluster that tests change in place (gate cycle, then upgrade and back): one DRA worker
+    # keeps the restarts of every component affordable on two cores.
+    "in-place": ("dra",),
 }
 # Topologies whose clusters tests change in place: never reused, always made afresh.
-CHANGED_IN_PLACE = frozenset({"upgrade", "gate-cycle"})
+CHANGED_IN_PLACE = frozenset({"in-place"})
 
 
 class TopologyError(ValueError):

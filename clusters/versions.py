@@ -54,6 +54,17 @@ def supported_versions() -> list[KubeVersion]:
     return [KubeVersion.parse(v) for v in pinned()["KUBERNETES_VERSIONS"].split()]
 
 
+def upgrade_partner(version: KubeVersion) -> KubeVersion | None:
+    """The pinned version an upgrade scenario starting at `version` moves to and back from: the
+    next minor (upgrade, then rollback), or for the newest the previous one (rollback, then
+    upgrade again), so that every pinned version gets its own upgrade verdict. None when no
+    pinned version is one minor away."""
+    pinned = sorted(supported_versions())
+    def at(minor: int) -> KubeVersion | None:
+        return next((v for v in pinned if (v.major, v.minor) == (version.major, minor)), None)
+    return at(version.minor + 1) or at(version.minor - 1)
+
+
 def default_version() -> KubeVersion:
     return KubeVersion.parse(pinned()["KUBERNETES_DEFAULT"])
 

@@ -57,6 +57,14 @@ class VersionTable:
         earlier = [row for row in self.rows if row.minor <= version]
         return earlier[-1] if earlier else None
 
+    def switchable_as(self, version: Minor) -> Minor | None:
+        """The minor whose behaviour components of `version` must emulate for the gate to be
+        switchable: `version` itself where it is not locked, else the newest earlier minor where
+        it was not (None if there is none)."""
+        unlocked = [row.minor for row in self.rows if row.minor <= version and not row.gate_locked]
+        row = self.row_for(version)
+        return version if row is not None and not row.gate_locked else (unlocked[-1] if unlocked else None)
+
     def gate_on(self, version: Minor, gate_enabled: bool | None) -> bool:
         """Effective gate state; None means "left at the version's default"."""
         row = self.row_for(version)

@@ -85,7 +85,8 @@ def test_gate_overrides_parse_and_name_the_cluster() -> None:
 
 def test_version_resolution() -> None:
     pinned = supported_versions()
-    assert [v.tag for v in pinned] == ["v1.37.2", "v1.36.3"]
+    assert [v.tag for v in pinned] == ["v1.37.2", "v1.36.3", "v1.35.4"]
+    assert resolve("1.35").tag == "v1.35.4"
     assert resolve(None).tag == "v1.37.2"
     assert resolve("1.36").tag == "v1.36.3"
     assert resolve("v1.37.2").tag == "v1.37.2"

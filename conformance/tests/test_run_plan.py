@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from clusters.versions import gate_stage, supported_versions
+from clusters.versions import supported_versions, upgrade_partner
 from conformance.run import kind_plan
 
 ALL = argparse.Namespace(no_mixed=False, no_gate_cycle=False, no_upgrade=False)
@@ -13,13 +13,17 @@ def topologies(version, args=ALL, gates=None) -> list[str]:
     return [step.topology for step in kind_plan(version, args, gates or {})]
 
 
-def test_gate_cycle_only_where_the_gate_can_be_switched_off_and_upgrade_from_the_oldest() -> None:
+def test_every_version_gets_the_in_place_cluster_for_gate_cycle_and_upgrade() -> None:
+    for version in supported_versions():
+        assert topologies(version) == ["dra", "mixed", "in-place"], version
+
+
+def test_each_version_upgrades_to_a_neighbour_one_minor_away_and_the_newest_rolls_back_first() -> None:
     pinned = sorted(supported_versions())
     for version in pinned:
-        plan = topologies(version)
-        assert plan[:2] == ["dra", "mixed"]
-        assert ("gate-cycle" in plan) == (not gate_stage(version).gate_locked), (version, plan)
-        assert ("upgrade" in plan) == (version == pinned[0] and len(pinned) > 1), (version, plan)
+        partner = upgrade_partner(version)
+        assert partner is not None and abs(partner.minor - version.minor) == 1, (version, partner)
+        assert (partner < version) == (version == pinned[-1]), (version, partner)
 
 
 def test_skip_flags_and_gate_overrides_leave_only_what_was_asked() -> None:
@@ -32,4 +36,4 @@ def test_skip_flags_and_gate_overrides_leave_only_what_was_asked() -> None:
 def test_every_profile_gets_the_main_and_mixed_stages_the_first_one_the_in_place_changes() -> None:
     plan = kind_plan(min(supported_versions()), ALL, {})
     assert {step.topology: step.every_profile for step in plan} == {
-        "dra": True, "mixed": True, **{s.topology: False for s in plan if s.topology in ("gate-cycle", "upgrade")}}
+        "dra": True, "mixed": True, "in-place": False}

@@ -1,5 +1,7 @@
 """DRAExtendedResource switched ON -> OFF -> ON on all four components with workloads running
-(spec §3.11 GATE-1..3, §3.1 API-2 and API-8). Runs on a `gate-cycle` cluster (one DRA worker).
+(spec §3.11 GATE-1..4, UPGRADE-2, §3.1 API-2 and API-8). Runs on an `in-place` cluster (one DRA
+worker); where the gate is locked on, the control plane emulates the newest minor in which it can
+still be switched off, and the kubelets keep it on (see conftest.py).
 
 The tests are the scenario's steps, in file order: pods are started with the gate on (module
 fixture `before`), the gate goes off (`gate_off`), each test checks one behaviour while it is
@@ -17,10 +19,13 @@ from conformance.catalogue import catalogue
 from conformance.lib import driver_state, pods, scenario, survivors
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
-from conformance.lib.special_claim import RESOURCE_API, claim_status
+from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claim_status
 from conformance.lib.steps import setup_checks
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
+from clusters import gates
+from clusters.nodes import KindNodes
+from clusters.versions import FEATURE_GATE
 from conformance.suite.gate_cycle.conftest import Gate
 from kube.api import Obj
 from kube.waits import WaitTimeout
@@ -45,6 +50,28 @@ class Before:
 
 def _gpu_pod(target: Target, name: str, resource: str, count: int = 2) -> dict:
     return pods.pod(name, [pods.container("main", target.profile, {resource: count})])
+
+
+LOCKED = "locked to true"  # how a component words its refusal of a locked gate
+
+
+@pytest.mark.requirement("GATE-4")
+def test_gate_locked_on_unless_an_older_version_is_emulated(check: Checks, target: Target, gate: Gate,
+                                                            kind_nodes: KindNodes, record_property) -> None:
+    """Each component's own binary, started beside the running one with nothing to run with,
+    must refuse the gate switched off, and the control plane's must accept it when emulating
+    the minor the gate cycle runs as (the kubelet has no emulation)."""
+    off = f"--feature-gates={FEATURE_GATE}=false"
+    for component in ("kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubelet"):
+        refused = gates.try_start(kind_nodes, component, target.version.tag, [off])
+        record_property(f"{component} {off}", refused.strip()[-400:])
+        check.that("GATE-4", LOCKED in refused,
+                   f"{component} {target.version.tag} started with {off} did not refuse the locked gate: {refused[-800:]}")
+        if component != "kubelet":
+            emulating = [f"--emulated-version={gate.emulated}", off]
+            accepted = gates.try_start(kind_nodes, component, target.version.tag, emulating)
+            check.that("GATE-4", LOCKED not in accepted,
+                       f"{component} {target.version.tag} refused {' '.join(emulating)}: {accepted[-800:]}")
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +184,13 @@ def waiting(target: Target, module_namespace: str, gate_off: Before) -> str:
 
 
 @pytest.fixture(scope="module")
+def waiting_implicit(target: Target, module_namespace: str, gate_off: Before) -> str:
+    """A pod asking for the implicit name, created while the gate is off."""
+    target.api.create(_gpu_pod(target, "waiting-implicit", target.profile.implicit_resource_name), module_namespace)
+    return "waiting-implicit"
+
+
+@pytest.fixture(scope="module")
 def doomed_deleted(target: Target, module_namespace: str, gate_off: Before) -> survivors.Snapshot:
     """The `doomed` pod, deleted while the gate is off."""
     target.api.delete("v1", "Pod", gate_off.doomed.name, module_namespace)
@@ -170,6 +204,19 @@ def test_new_pods_stay_pending_without_claim_while_off(check: Checks, target: Ta
     pods.check_stays_unscheduled(target.api, check, module_namespace, waiting, "GATE-1", duration=30)
 
 
+@pytest.mark.requirement("GATE-1")
+def test_implicit_name_reported_insufficient_while_off(check: Checks, target: Target, module_namespace: str,
+                                                       waiting_implicit: str) -> None:
+    """With the gate off the implicit name is just an extended resource no node has: the pod
+    stays Pending and the scheduler says it finds too little of it (as upstream checks)."""
+    api, name = target.api, target.profile.implicit_resource_name
+    pods.check_stays_unscheduled(api, check, module_namespace, waiting_implicit, "GATE-1", duration=15)
+    message = pods.condition(pods.get(api, module_namespace, waiting_implicit), "PodScheduled").get("message", "")
+    check.that("GATE-1", f"Insufficient {name}" in message,
+               f"pod {waiting_implicit} (asking for {name}) is unschedulable with the gate off, but the scheduler "
+               f"does not report {name} as insufficient: {message!r}")
+
+
 @pytest.mark.requirement("GATE-2")
 def test_claims_collected_while_off(check: Checks, target: Target, module_namespace: str,
                                     doomed_deleted: survivors.Snapshot) -> None:
@@ -178,8 +225,8 @@ def test_claims_collected_while_off(check: Checks, target: Target, module_namesp
 
 
 @pytest.fixture(scope="module")
-def gate_on_again(target: Target, gate_off: Before, waiting: str, doomed_deleted: survivors.Snapshot,
-                  gate: Gate) -> list[survivors.Snapshot]:
+def gate_on_again(target: Target, gate_off: Before, waiting: str, waiting_implicit: str,
+                  doomed_deleted: survivors.Snapshot, gate: Gate) -> list[survivors.Snapshot]:
     """Switch the gate back on; the pods that must come through it: the explicit-name pod, and the
     implicit-name pod unless switching the gate off stopped it (BUG-9)."""
     implicit = target.api.get("v1", "Pod", gate_off.implicit.name, gate_off.implicit.namespace) or {}
@@ -200,15 +247,15 @@ def _claim_on(name: str, profile: Profile, ids: list[str]) -> Obj:
     return claim
 
 
-@pytest.mark.requirement("GATE-3", "GATE-2")
+@pytest.mark.requirement("GATE-3", "GATE-2", "UPGRADE-2")
 def test_service_resumes_after_switching_on(check: Checks, target: Target, module_namespace: str, waiting: str,
-                                            doomed_deleted: survivors.Snapshot,
+                                            waiting_implicit: str, doomed_deleted: survivors.Snapshot,
                                             gate_on_again: list[survivors.Snapshot]) -> None:
     api, p, ns = target.api, target.profile, module_namespace
     survivors.check_unchanged(target, check, gate_on_again, "GATE-3", "switching the gate back on")
     with check("GATE-3", stop=True):
-        pending = pods.wait_running(api, ns, waiting, timeout=180)
-    started = [scenario.verify_served(target, check, pending, as_id="GATE-3").pod]
+        pending = [pods.wait_running(api, ns, name, timeout=180) for name in (waiting, waiting_implicit)]
+    started = [scenario.verify_served(target, check, pod, as_id="GATE-3").pod for pod in pending]
     started += [scenario.run_pod_and_verify(target, check, ns, _gpu_pod(target, name, resource, count=1),
                                             as_id="GATE-3").pod
                 for name, resource in (("after", p.extended_resource_name),
@@ -237,3 +284,19 @@ def test_service_resumes_after_switching_on(check: Checks, target: Target, modul
                                 f"are not seen by pods started after switching it on (they see {sorted(seen)})")
     # Where the profile exposes the driver's node state: the claim was really unprepared there.
     driver_state.check_released(api, p, check, "GATE-2", node, [doomed_deleted.claim_uid])
+    check.observe("UPGRADE-2", _tracking_after_reenabling(target, gate_on_again, started))
+
+
+def _tracking_after_reenabling(target: Target, kept: list[survivors.Snapshot], started: list[Obj]) -> str:
+    """Whether the scheduler still knew, after the gate came back, which devices the pods from
+    before the cycle hold: the KEP warns it may not; a device held by an old and a new pod
+    would show it."""
+    held = {device for snap in kept for device in snap.devices}
+    new = {device for pod in started
+           for device in allocated_devices(target.api.get(RESOURCE_API, "ResourceClaim",
+                                                          claim_status(pod)["resourceClaimName"],
+                                                          pod["metadata"]["namespace"]) or {})}
+    shared = sorted(held & new)
+    return (f"after switching {FEATURE_GATE} off and on again, pods from before ({', '.join(s.name for s in kept)}) "
+            f"hold {len(held)} devices and pods started since hold {len(new)}; "
+            + (f"held by both: {shared} (the scheduler lost track of them)" if shared else "none held by both"))

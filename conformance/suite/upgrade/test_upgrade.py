@@ -1,10 +1,12 @@
 """Kubernetes upgrade and downgrade by one minor with workloads running (spec §3.11 UPGRADE-1).
 
-Runs on an `upgrade` cluster (one DRA worker) made at the oldest pinned version; it is moved to
-the newest pinned version (control plane and kubelets, clusters/upgrade.py) and back. The tests
-are the scenario's steps in file order: pods with explicit and implicit names started before
-each step must come through it untouched, pods started after it must get claims and devices,
-and after the downgrade deleting pods must still garbage-collect their claims.
+Runs on an `in-place` cluster (one DRA worker) of any pinned version; it is moved to the
+neighbouring pinned minor (control plane and kubelets, clusters/upgrade.py) and back: up then
+down from every version but the newest, down then up again (a rollback and a re-upgrade) from
+the newest, so that each version has a verdict of its own. The tests are the scenario's steps in
+file order: pods with explicit and implicit names started before each move must come through it
+untouched, pods started after it must get claims and devices, and after the move back deleting
+pods must still garbage-collect their claims.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 from clusters import upgrade
 from clusters.images import BuiltImages, ImagesMissingError
 from clusters.nodes import KindNodes
-from clusters.versions import KubeVersion, supported_versions
+from clusters.versions import KubeVersion, upgrade_partner
 from conformance.lib import driver_setup, pods, scenario, survivors
 from conformance.lib.checks import Checks
 from conformance.lib.special_claim import RESOURCE_API
@@ -28,15 +30,12 @@ pytestmark = pytest.mark.serial
 
 @pytest.fixture(scope="module")
 def versions(target: Target) -> tuple[KubeVersion, KubeVersion]:
-    """(oldest, newest) pinned versions: the cluster must start at the oldest, one minor below."""
-    pinned = sorted(supported_versions())
-    low, high = pinned[0], pinned[-1]
-    if (high.major, high.minor) != (low.major, low.minor + 1):
-        pytest.fail(f"the upgrade scenario needs pinned versions one minor apart, clusters/versions.env has "
-                    f"{[v.tag for v in pinned]}", pytrace=False)
-    if target.version != low:
-        pytest.fail(f"the upgrade scenario starts at {low.tag}; the cluster runs {target.version.tag}", pytrace=False)
-    return low, high
+    """(the cluster's version, the pinned neighbour it moves to and back from)."""
+    partner = upgrade_partner(target.version)
+    if partner is None:
+        pytest.fail(f"the upgrade scenario needs a pinned version one minor away from {target.version.tag} "
+                    "(clusters/versions.env)", pytrace=False)
+    return target.version, partner
 
 
 @pytest.fixture(scope="module")
@@ -69,36 +68,42 @@ def start(target: Target, module_namespace: str) -> Callable[[Checks, str, int],
 
 
 @pytest.fixture(scope="module")
-def before_upgrade(start, versions) -> list[survivors.Snapshot]:
-    return start(setup_checks(f"starting the pods at {versions[0].tag}, before the upgrade"), "before", 2)
+def before_move(start, versions) -> list[survivors.Snapshot]:
+    return start(setup_checks(f"starting the pods at {versions[0].tag}, before moving to {versions[1].tag}"),
+                 "before", 2)
+
+
+def _move(versions: tuple[KubeVersion, KubeVersion], back: bool) -> str:
+    to, other = (versions[0], versions[1]) if back else (versions[1], versions[0])
+    return f"the {'upgrade' if to > other else 'downgrade'} to {to.tag}"
 
 
 @pytest.fixture(scope="module")
-def upgraded(before_upgrade, versions, move_to) -> list[survivors.Snapshot]:
+def moved(before_move, versions, move_to) -> list[survivors.Snapshot]:
     move_to(versions[1])
-    return before_upgrade
+    return before_move
 
 
 @pytest.mark.requirement("UPGRADE-1")
-def test_pods_survive_upgrade_and_new_pods_get_claims(check: Checks, target: Target, upgraded, versions, start,
-                                                      record_property) -> None:
-    record_property("versions", f"{versions[0].tag} -> {versions[1].tag}")
-    survivors.check_unchanged(target, check, upgraded, "UPGRADE-1", f"the upgrade to {versions[1].tag}")
-    upgraded += start(check, "upgraded", 1)  # these must come through the downgrade too
+def test_pods_survive_the_move_to_the_neighbour_and_new_pods_get_claims(
+        check: Checks, target: Target, moved, versions, start, record_property) -> None:
+    record_property("versions", f"{versions[0].tag} -> {versions[1].tag} -> {versions[0].tag}")
+    survivors.check_unchanged(target, check, moved, "UPGRADE-1", _move(versions, back=False))
+    moved += start(check, "moved", 1)  # these must come through the move back too
 
 
 @pytest.fixture(scope="module")
-def downgraded(upgraded, versions, move_to) -> list[survivors.Snapshot]:
+def moved_back(moved, versions, move_to) -> list[survivors.Snapshot]:
     move_to(versions[0])
-    return upgraded
+    return moved
 
 
 @pytest.mark.requirement("UPGRADE-1")
-def test_pods_survive_downgrade_and_claims_are_collected(check: Checks, target: Target, module_namespace: str,
-                                                         downgraded, versions, start) -> None:
-    survivors.check_unchanged(target, check, downgraded, "UPGRADE-1", f"the downgrade to {versions[0].tag}")
-    start(check, "downgraded", 1)
-    for snap in downgraded:  # pods from before the upgrade and from between the steps
+def test_pods_survive_the_move_back_and_claims_are_collected(check: Checks, target: Target, module_namespace: str,
+                                                             moved_back, versions, start) -> None:
+    survivors.check_unchanged(target, check, moved_back, "UPGRADE-1", _move(versions, back=True))
+    start(check, "back", 1)
+    for snap in moved_back:  # pods from before the first move and from between the moves
         target.api.delete("v1", "Pod", snap.name, module_namespace)
     with check("UPGRADE-1"):
         for snap in downgraded:
