@@ -100,7 +100,6 @@ def test_minimal_catalogue_loads(tmp_path: Path) -> None:
     (_set("requirements.0.status", "unconfirmed"), "needs a question"),
     (_set("requirements.0.question", "why?"), "a confirmed one must have none"),
     (_set("requirements.0.applies.gate", True), "True is not one of enabled, disabled, any"),
-    (_set("requirements.0.applies.gate", "disabled"), "reaches versions where it is locked on"),
     (_set("requirements.0.by_version", {"1.35": "a"}), "at least two version ranges"),
     (_set("requirements.0.by_version", {"1.35-1.36": "a", "1.36+": "b"}), "ranges 1.35-1.36 and 1.36+ overlap"),
     (_set("requirements.0.by_version", {"1.35": "a", "1.36+": ""}), "expected non-empty text"),
@@ -117,6 +116,15 @@ def test_invalid_catalogue_is_refused(tmp_path: Path, mutate: Callable[[dict[str
                                       expected: str) -> None:
     problems = _problems(tmp_path, mutate)
     assert any(expected in problem for problem in problems), problems
+
+
+def test_gate_off_requirement_needs_a_version_where_the_gate_can_be_off_or_emulated(tmp_path: Path) -> None:
+    doc = copy.deepcopy(_doc())
+    doc["requirements"][0]["applies"]["gate"] = "disabled"
+    load(_write(tmp_path, doc), TABLE)  # 1.37 is locked, but emulating 1.36 switches it off
+    always_locked = VersionTable(DRAExtendedResource, (_row(35, True, True),))
+    with pytest.raises(CatalogueError, match="locked on with no earlier minor to emulate"):
+        load(_write(tmp_path, doc), always_locked)
 
 
 def test_all_problems_are_reported_at_once(tmp_path: Path) -> None:
@@ -186,7 +194,7 @@ def test_cli_check_fails_on_an_invalid_catalogue(tmp_path: Path, capsys: pytest.
     ("API-2", (1, 35), None, True, "with DRAExtendedResource off"),
     ("API-2", (1, 36), False, True, "with DRAExtendedResource off"),
     ("API-2", (1, 36), True, False, "needs DRAExtendedResource off, it is on"),
-    ("API-2", (1, 37), None, False, "covers Kubernetes 1.34-1.36"),
+    ("API-2", (1, 37), None, False, "needs DRAExtendedResource off, it is on on 1.37 (the version's default)"),
     # Gate-independent.
     ("API-5", (1, 35), False, True, "with DRAExtendedResource off"),
     ("API-5", (1, 36), True, True, "with DRAExtendedResource on"),
