@@ -45,8 +45,9 @@ def static_pod(api: Api, component: str, node: str) -> Obj | None:
 
 
 def wait_static_pods(kubeconfig: Path, node: str, components: tuple[str, ...], marker: str,
-                     timeout: float = 300) -> None:
-    """Each component's mirror pod runs a container whose command or image contains `marker`, and is Ready."""
+                     timeout: float = 300, absent: str | None = None) -> None:
+    """Each component's mirror pod runs a container whose command or image contains `marker`
+    (and no part containing `absent`), and is Ready."""
     api = Api(kubeconfig)
 
     def current(component: str) -> bool:
@@ -54,10 +55,11 @@ def wait_static_pods(kubeconfig: Path, node: str, components: tuple[str, ...], m
         if not pod or not _ready(pod):
             return False
         c = pod["spec"]["containers"][0]
-        return any(marker in part for part in [c["image"], *(c.get("command") or [])])
+        parts = [c["image"], *(c.get("command") or [])]
+        return any(marker in part for part in parts) and not (absent and any(absent in part for part in parts))
     wait_for(lambda: all(current(c) for c in components), timeout=timeout,
-             what=f"{', '.join(components)} on {node} with {marker!r}", interval=INTERVAL,
-             describe=lambda: str({c: current(c) for c in components}), transient=TRANSIENT_ERRORS)
+             what=f"{', '.join(components)} on {node} with {marker!r}" + (f" and without {absent!r}" if absent else ""),
+             interval=INTERVAL, describe=lambda: str({c: current(c) for c in components}), transient=TRANSIENT_ERRORS)
 
 
 def feature_enabled(kubeconfig: Path, gate: str, node: str | None = None) -> bool | None:

@@ -9,7 +9,10 @@ from kube.waits import wait_for
 LABEL = "kep5004.io/test"
 SELECTOR = f"{LABEL}=true"
 # Cluster-scoped kinds the suite creates; everything else lives in the labelled namespaces.
-CLUSTER_SCOPED = (("v1", "Namespace"), (RESOURCE_API, "DeviceClass"))
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+CLUSTER_SCOPED = (("v1", "Namespace"), (RESOURCE_API, "DeviceClass"),
+                  # ALLOC-8 refuses bindings in its namespace with a policy of its own
+                  (ADMISSION_API, "ValidatingAdmissionPolicyBinding"), (ADMISSION_API, "ValidatingAdmissionPolicy"))
 
 
 def labelled(obj: Obj) -> Obj:

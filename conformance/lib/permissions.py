@@ -53,6 +53,9 @@ REQUIRED: tuple[Permission, ...] = (
     *(Permission(v, "daemonsets", "apps", why="the driver update test rolls the driver's DaemonSets")
       for v in ("get", "list", "patch")),
     Permission("get", path="/metrics", why="kube-apiserver's feature gates (preflight)"),
+    *(Permission(v, kind, "admissionregistration.k8s.io", why="ALLOC-8 refuses bindings in its own namespace")
+      for kind in ("validatingadmissionpolicies", "validatingadmissionpolicybindings")
+      for v in ("create", "list", "delete")),
 )
 # Only for profiles with the nodeModes capability: the migration tests move a node between the
 # device plugin and DRA by relabelling it.

@@ -133,12 +133,16 @@ def module_namespace(request: pytest.FixtureRequest, target: Target) -> Iterator
     yield from _test_namespace(request, target, lambda: session.testsfailed > failures_before)
 
 
+def nodes_on_this_host(target: Target) -> KindNodes:
+    """The node containers of the cluster under test; CommandError unless it is kind on this host."""
+    return KindNodes.of_node(target.api.list("v1", "Node")[0]["metadata"]["name"])
+
+
 @pytest.fixture(scope="session")
 def kind_nodes(target: Target) -> KindNodes:
     """The node containers of the kind cluster under test, for tests that change the cluster in place."""
-    names = [n["metadata"]["name"] for n in target.api.list("v1", "Node")]
     try:
-        return KindNodes.of_node(names[0])
+        return nodes_on_this_host(target)
     except CommandError as err:
         pytest.fail(f"these tests change Kubernetes versions or gates on the nodes, which needs a kind cluster "
                     f"on this host: {err}", pytrace=False)

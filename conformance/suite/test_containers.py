@@ -14,7 +14,7 @@ from conformance.lib.checks import Checks
 from conformance.lib.devices import device_ids, expected_per_container
 from conformance.lib.profile import Profile
 from conformance.lib.scenario import Served
-from conformance.lib.special_claim import claim_status, request_naming, special_claim
+from conformance.lib.special_claim import IMPLICIT_PREFIX, claim_status, request_naming, special_claim
 from conformance.lib.workloads import probe_container
 from conformance.lib.writes import accepted, refused_as_invalid
 from conformance.suite.conftest import Target
@@ -83,6 +83,34 @@ def test_one_container_with_three_names(target: Target, check: Checks, namespace
         seen, mapped = probe_container(api, p, served.pod, "main").device_ids, _mapped(api, p, served).get("main")
         assert len(seen) == 3 and seen == mapped, f"container main sees {seen}, the claim's three requests hold {mapped}"
     check.observe("ALLOC-5", request_naming(served.pod, served.claim))
+
+
+@pytest.mark.requirement("CTR-1", "CTR-2", "KUBELET-2")
+def test_three_containers_with_one_two_and_three_distinct_names(target: Target, check: Checks, namespace: str,
+                                                                request: pytest.FixtureRequest) -> None:
+    """As upstream's three-container case: the first container asks for the explicit name, the
+    second adds the implicit one, the third adds the implicit name of a second class; each must see
+    exactly the devices of its own requests, one per name."""
+    api, p = target.api, target.profile
+    other = pods.create_device_class(api, request, p.driver, prefix="three-names")["metadata"]["name"]
+    names = [p.extended_resource_name, p.implicit_resource_name, IMPLICIT_PREFIX + other]
+    classes = {names[0]: p.device_class, names[1]: p.device_class, names[2]: other}
+    asked = {f"c{i}": names[:i + 1] for i in range(3)}
+    containers = [pods.container(c, p, {n: 1 for n in wanted}) for c, wanted in asked.items()]
+    served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("one-two-three", containers),
+                                         classes=classes)
+    seen, mapped = _probe(api, p, served.pod, list(asked)), _mapped(api, p, served)
+    shown = lambda: pods.observed("", served.pod, served.claim)  # noqa: E731 - evaluated only on failure
+    with check("CTR-2", observed=shown):
+        per_container = {c: sorted(m["resourceName"] for m in claim_status(served.pod)["requestMappings"]
+                                   if m["containerName"] == c) for c in asked}
+        assert per_container == {c: sorted(w) for c, w in asked.items()}, \
+            f"the status maps {per_container}; the containers asked for {asked}"
+    with check("KUBELET-2", observed=shown):
+        assert all(len(seen[c]) == len(mapped.get(c, [])) == len(w) for c, w in asked.items()), \
+            f"containers see {seen}; the requests mapped to them hold {mapped}; asked {asked}"
+    with check("CTR-1", observed=shown):
+        assert not _shared(seen), f"devices seen by more than one container: {_shared(seen)}; seen {seen}"
 
 
 @pytest.mark.requirement("CTR-3", "ALLOC-5")

@@ -1,6 +1,7 @@
 """Edges of the special claim's life: a DeviceClass deleted under a running pod (NEG-7), pods that
-bypass the scheduler (KUBELET-6), quota refusing pods and special claims (QUOTA-6), and which
-existing claims the scheduler takes for a pod's special claim (ALLOC-9).
+bypass the scheduler (KUBELET-6), quota refusing pods and special claims (QUOTA-6), which
+existing claims the scheduler takes for a pod's special claim (ALLOC-9), and bindings that fail
+after the claim was made (ALLOC-8).
 
 Classes created here select the profile's devices and get unique names and unique explicit
 names, because the name-to-class mapping is cluster-wide.
@@ -15,14 +16,15 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from conformance.lib import pods, scenario, survivors, writes
+from conformance.lib.cleanup import ADMISSION_API, labelled
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
 from conformance.lib.quota import CLAIM_COUNT, initialised, quota, used
-from conformance.lib.special_claim import ANNOTATION, RESOURCE_API, claim_status
+from conformance.lib.special_claim import ANNOTATION, RESOURCE_API, claim_status, claims_owned_by
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
 from kube.api import Api, Obj
-from kube.waits import WaitTimeout, wait_for
+from kube.waits import WaitTimeout, holds_for, wait_for
 
 
 # --- NEG-7: a DeviceClass deleted while a pod uses its devices ---------------------------------
@@ -244,3 +246,72 @@ def test_claim_with_both_marks_is_taken_for_the_special_claim(target: Target, ch
                  timeout=90, what="claim marked to be taken for pod owner's special claim, or another to be named")
         assert _taken(api, namespace, "marked", uid, "owner"), \
             "claim marked (annotation \"true\", controller reference to the pod) was ignored: the pod got another claim"
+
+
+# --- ALLOC-8: a binding that fails after the special claim was created -------------------------
+
+REFUSED = "kep5004: binding refused on purpose"
+
+
+def _refuse_bindings(api: Api, request: pytest.FixtureRequest, namespace: str) -> str:
+    """An admission policy refusing every pod binding in `namespace`: the scheduler then fails in
+    Bind, after PreBind created the special claim. Returns the policy binding's name, whose
+    deletion lets bindings through again."""
+    name = f"kep5004-refuse-bindings-{uuid.uuid4().hex[:6]}"
+    policy = labelled({"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+                       "spec": {"failurePolicy": "Fail",
+                                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                                        "operations": ["CREATE"],
+                                                                        "resources": ["pods/binding"]}]},
+                                "validations": [{"expression": "false", "message": REFUSED}]}})
+    binding = labelled({"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding",
+                        "metadata": {"name": name},
+                        "spec": {"policyName": name, "validationActions": ["Deny"], "matchResources": {
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}}})
+    api.create(policy)
+    api.create(binding)
+    if not request.config.getoption("--keep"):
+        request.addfinalizer(lambda: [api.delete(ADMISSION_API, kind, name) for kind in
+                                      ("ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy")])
+    return name
+
+
+@pytest.mark.serial  # the scheduler's retries back off: alone, they come within seconds
+@pytest.mark.requirement("ALLOC-8")
+def test_failed_binding_leaves_a_single_special_claim(target: Target, check: Checks, namespace: str,
+                                                      request: pytest.FixtureRequest) -> None:
+    """Bindings are refused until the scheduler has failed to bind the pod after creating its
+    special claim; while they are, a pod never owns two special claims, and once they are let
+    through the pod runs with exactly one, the one its status names."""
+    api, p = target.api, target.profile
+    refusal = _refuse_bindings(api, request, namespace)
+    api.create(pods.pod("rebound", [pods.container("main", p, {p.extended_resource_name: 1})]), namespace)
+    pod = pods.get(api, namespace, "rebound")
+    seen: set[str] = set()  # every special claim the pod ever owned
+
+    def owned_now() -> list[str]:
+        names = [c["metadata"]["name"] for c in claims_owned_by(api, pod)]
+        seen.update(names)
+        return names
+
+    def refused() -> Obj | None:
+        return next((e for e in api.list("v1", "Event", namespace) if REFUSED in (e.get("message") or "")), None)
+
+    with check("ALLOC-8", stop=True, observed=lambda: pods.summary(api, namespace, "rebound")):
+        event = wait_for(lambda: owned_now() and refused(), timeout=120, interval=1,
+                         what="a binding of pod rebound refused after its claim was made")
+        # The scheduler retries (and is refused) meanwhile.
+        holds_for(lambda: len(owned_now()) <= 1, duration=15, interval=1,
+                  what="pod rebound owning at most one special claim while its bindings are refused",
+                  describe=lambda: f"owns {owned_now()}")
+    api.delete(ADMISSION_API, "ValidatingAdmissionPolicyBinding", refusal)
+    with check("ALLOC-8", stop=True):
+        running = pods.wait_running(api, namespace, "rebound", timeout=180)
+    served = scenario.verify_served(target, check, running, as_id="ALLOC-8")
+    final = served.claim["metadata"]["name"]
+    with check("ALLOC-8", observed=lambda: pods.observed("", served.pod, served.claim)):
+        owned = [c["metadata"]["name"] for c in claims_owned_by(api, served.pod)]
+        assert owned == [final], f"after a refused binding ({event.get('message')!r}) pod rebound owns {owned}; " \
+                                 f"its status names {final}"
+        stale = [name for name in seen - {final} if api.get(RESOURCE_API, "ResourceClaim", name, namespace)]
+        assert not stale, f"claims made for the refused bindings still exist: {stale}"

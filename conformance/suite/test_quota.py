@@ -85,3 +85,33 @@ def test_implicit_quota_key_for_class_without_explicit_name(target: Target, chec
     check.that("QUOTA-4", now.get(implicit_key(cls), 0) == 2,
                f"{implicit_key(cls)} for class {cls} without extendedResourceName is {now.get(implicit_key(cls), 0)}, "
                f"expected 2 (quota used {now}; claims counted {now.get(CLAIM_COUNT)}, class devices {now.get(devices_key(cls))})")
+
+
+@pytest.mark.requirement("QUOTA-1", "QUOTA-2", "QUOTA-3", "QUOTA-4", "QUOTA-5")
+def test_quota_with_init_sidecar_and_main_containers_and_a_user_claim(target: Target, check: Checks,
+                                                                       namespace: str) -> None:
+    """Upstream's quota scenario: an init container, a sidecar and the main container each ask for
+    one unit of the explicit and one of the implicit name, the main container also uses a claim of
+    its own for one device. The init container reuses the others' devices (CTR-3), so the pod holds
+    4 devices of the class and its claim 1: every device key must say 5, the claim count 2."""
+    api, p = target.api, target.profile
+    cls, ern = p.device_class, p.extended_resource_name
+    if target.minor < (1, 35):
+        check.skip_not_applicable("implicit names and the claim-aware requests.* quota keys arrive in 1.35")
+    expected = {CLAIM_COUNT: ("QUOTA-1", 2), devices_key(cls): ("QUOTA-2", 5), f"requests.{ern}": ("QUOTA-3", 5),
+                implicit_key(cls): ("QUOTA-4", 5)}
+    api.create(quota("containers", list(expected)), namespace)
+    initialised(api, namespace, "containers")
+    api.create(pods.user_claim("own", cls, count=1), namespace)
+    both = {ern: 1, p.implicit_resource_name: 1}
+    main = pods.container("main", p, both)
+    main["resources"]["claims"] = [{"name": "own"}]
+    pod = pods.pod("containers", [main], init=[pods.container("init", p, both, command=p.probe.shell),
+                                               pods.container("sidecar", p, both, restart_always=True)])
+    pod["spec"]["resourceClaims"] = [{"name": "own", "resourceClaimName": "own"}]
+    scenario.run_pod_and_verify(target, check, namespace, pod, served_by="NAME-2")
+    now = settle(api, namespace, "containers", {key: value for key, (_, value) in expected.items()})
+    for key, (rid, value) in expected.items():
+        check.that(rid, now.get(key) == value, f"{key} is {now.get(key)}, expected {value} (quota used {now})")
+    check.that("QUOTA-5", all(now.get(key, 0) <= 5 for key in (devices_key(cls), f"requests.{ern}", implicit_key(cls))),
+               f"a device key counts more than the 5 devices of the class in use: {now}")

@@ -1,5 +1,6 @@
 """The pod status field `extendedResourceClaimStatus`: its field names and how the API server
-validates writes of it (spec §3.5 STATUS-3, §3.1 API-7, §3.12 NEG-6).
+validates writes of it (spec §3.5 STATUS-3, §3.1 API-7, §3.12 NEG-6), and health entries naming
+the special claim (§3.1 API-9).
 
 Invalid writes go to pods of their own that ask for a name no DeviceClass serves, so they stay
 Pending and no scheduler-written status gets in the way. A control pod first shows that the same
@@ -12,10 +13,10 @@ import copy
 
 import pytest
 
-from conformance.lib import pods
+from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.special_claim import claim_status
-from conformance.lib.writes import check_refused_as_invalid
+from conformance.lib.special_claim import allocated_devices, claim_status
+from conformance.lib.writes import accepted, check_refused_as_invalid
 from conformance.suite.conftest import Target
 
 UNSERVED = "example.com/status-test"  # no DeviceClass maps it: the pods stay Pending
@@ -84,3 +85,42 @@ def test_invalid_status_write_is_rejected(target: Target, check: Checks, namespa
     body = check_refused_as_invalid(check, ids, lambda: _write_status(target, namespace, name, status),
                                     f"status write {case}", field="extendedResourceClaimStatus")
     record_property("rejection", body[:500])  # the spec leaves messages and paths open
+
+
+def _with_health_entry(pod: dict, container: str, name: str, resource_id: str) -> dict:
+    """A status patch: the pod's container statuses as they are, `container` given one
+    allocatedResourcesStatus entry (the whole list is sent: it has no merge key)."""
+    statuses = copy.deepcopy(pod["status"]["containerStatuses"])
+    for status in statuses:
+        if status["name"] == container:
+            status["allocatedResourcesStatus"] = [{"name": name, "resources": [{"resourceID": resource_id,
+                                                                                "health": "Healthy"}]}]
+    return {"status": {"containerStatuses": statuses}}
+
+
+@pytest.mark.requirement("API-9")
+def test_health_status_may_name_the_special_claim(target: Target, check: Checks, namespace: str) -> None:
+    """A container's allocatedResourcesStatus may name `claim:<special claim>/<request>`; a claim
+    the pod does not have is still refused, so the acceptance is about the special claim."""
+    api, p = target.api, target.profile
+    served = scenario.run_pod_and_verify(target, check, namespace, pods.pod(
+        "health", [pods.container("main", p, {p.extended_resource_name: 1})]))
+    status = claim_status(served.pod)
+    request = next(m["requestName"] for m in status["requestMappings"] if m["containerName"] == "main")
+    pool, device = allocated_devices(served.claim)[0]
+    resource_id = f"{p.driver}/{pool}/{device}"
+    statuses = api.resource("v1", "Pod").status
+
+    def write(claim: str) -> dict:
+        body = _with_health_entry(pods.get(api, namespace, "health"), "main", f"claim:{claim}/{request}", resource_id)
+        return statuses.patch(name="health", namespace=namespace, body=body,
+                              content_type="application/merge-patch+json").to_dict()
+
+    name = f"claim:{status['resourceClaimName']}/{request}"
+    with check("API-9"):
+        stored = accepted(lambda: write(status["resourceClaimName"]), f"a health entry named {name}")
+        entries = [e["name"] for c in stored["status"].get("containerStatuses") or []
+                   for e in c.get("allocatedResourcesStatus") or []]
+        assert name in entries, f"the API server accepted a health entry named {name} but returned {entries}"
+    check_refused_as_invalid(check, ["API-9"], lambda: write("not-a-claim-of-this-pod"),
+                             "a health entry naming a claim the pod does not have")

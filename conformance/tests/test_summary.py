@@ -82,9 +82,9 @@ def test_ids_after_a_failed_stop_check_are_not_tested_not_errors():
 
 
 def test_version_applicability_comes_from_the_catalogue():
-    # ALLOC-1 applies everywhere the gate is on; GATE-1 needs the gate off, which 1.37 cannot do.
-    got = by_id([record("t::g", "passed", ["GATE-1"], [("GATE-1", "passed")])])
-    assert got["GATE-1"].verdict == "not applicable" and "1.37" in got["GATE-1"].reasons[0]
+    # API-9 starts at 1.37: a check of it on 1.36 cannot make it pass there.
+    got = by_id([record("t::h", "passed", ["API-9"], [("API-9", "passed")])], {"server": "v1.36.3"})
+    assert got["API-9"].verdict == "not applicable" and "1.37" in got["API-9"].reasons[0]
 
 
 def test_a_gate_off_requirement_checked_by_the_gate_cycle_keeps_its_verdict():

@@ -1,5 +1,5 @@
 """One extended resource name served by a device plugin on one node and by DRA on another
-(spec §3.8 MIXED-1, MIXED-2; §3.7 KUBELET-4). Needs topology `mixed`: a node matching the
+(spec §3.8 MIXED-1, MIXED-2, MIXED-4; §3.7 KUBELET-4). Needs topology `mixed`: a node matching the
 profile's nodeSelector.dra and one matching nodeSelector.devicePlugin.
 
 Which path served a pod is read from the pod (helpers.path_of); what its containers see, from the
@@ -21,6 +21,8 @@ from conformance.suite.conftest import Target
 from conformance.suite.mixed import helpers
 from conformance.suite.mixed.conftest import NodeModes, Workers
 from kube.waits import wait_for
+
+MIXED_4_SAMPLES = 4
 
 
 def _spread_deployment(name: str, profile: Profile, resource: str, nodes: list[str]) -> dict:
@@ -163,3 +165,58 @@ def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(check: Checks
     check.observe("MIXED-2", f"on the node with both plugins gpu-1 (device plugin) sees {seen}, "
                              f"with-claim (DRA claim {devices}) sees {seen_claim}; devices seen by two "
                              f"pods: {helpers.render_holders(booked) if booked else 'none'}")
+
+
+@pytest.mark.serial
+@pytest.mark.requirement("MIXED-2")
+def test_one_pod_with_a_device_plugin_name_and_a_claim(check: Checks, target: Target, namespace: str,
+                                                       workers: Workers, node_modes: NodeModes) -> None:
+    """As upstream's pod asking for a device-plugin resource and a ResourceClaim at once, on a
+    node running both plugins: the device plugin serves the name (no special claim, no status),
+    DRA serves the claim, and the container sees both."""
+    api, p = target.api, target.profile
+    node = workers.device_plugin
+    node_modes.set(node, "both")
+    claim_name = f"own-{uuid.uuid4().hex[:6]}"
+    api.create(pods.user_claim(claim_name, p.device_class, count=1), namespace)
+    both = helpers.pinned_pod("plugin-and-claim", p, node, {p.extended_resource_name: 1})
+    both["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    both["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+    api.create(both, namespace)
+    with check("MIXED-2", stop=True):
+        pod = pods.wait_running(api, namespace, "plugin-and-claim", timeout=180)
+    owned = [c["metadata"]["name"] for c in claims_owned_by(api, pod)]
+    seen = helpers.probe(api, p, pod)
+    claimed = sorted(devices_lib.device_ids(api, p).get(d, f"?{d[1]}") for d in pods.claim_devices(api, namespace, claim_name))
+    shown = f"{helpers.pod_state(api, namespace, 'plugin-and-claim')}\nsees {seen}, its claim holds {claimed}"
+    check.that("MIXED-2", helpers.path_of(pod) == "device-plugin" and owned == [],
+               f"{p.extended_resource_name} on node {node} (device plugin running, allocatable > 0) must be served "
+               f"by the device plugin next to the pod's own claim; the pod owns special claims {owned}:\n{shown}")
+    check.that("MIXED-2", set(claimed) <= set(seen) and len(seen) == len(claimed) + 1,
+               f"the container must see its claim's device and one from the device plugin:\n{shown}")
+
+
+@pytest.mark.serial
+@pytest.mark.requirement("MIXED-4")
+def test_where_pods_land_when_both_kinds_of_node_fit(check: Checks, target: Target, namespace: str,
+                                                     workers: Workers) -> None:
+    """Nothing prefers a DRA node or a device-plugin node: record where one-device pods land when
+    either would do (each is deleted before the next, so both nodes stay equally free)."""
+    api, p = target.api, target.profile
+    nodes = [workers.device_plugin, workers.dra]
+    landed = []
+    for i in range(MIXED_4_SAMPLES):
+        name = f"either-{i}"
+        either = pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})])
+        either["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": nodes}]}]}}}
+        api.create(either, namespace)
+        with check("MIXED-4", stop=True):
+            bound = wait_for(lambda: (api.get("v1", "Pod", name, namespace) or {}).get("spec", {}).get("nodeName"),
+                             timeout=120, interval=1, what=f"pod {name} bound to a node")
+        landed.append(helpers.path_of(pods.get(api, namespace, name)) + f" ({bound})")
+        api.delete("v1", "Pod", name, namespace)
+        pods.wait_gone(api, "v1", "Pod", name, namespace)
+    check.observe("MIXED-4", f"Kubernetes {target.version.tag}: {MIXED_4_SAMPLES} one-device pods that fit both the "
+                             f"device-plugin node {workers.device_plugin} and the DRA node {workers.dra} were "
+                             f"served by: {', '.join(landed)}")

@@ -1,0 +1,76 @@
+"""Extra kube-scheduler profiles on a running kind cluster, next to the default one.
+
+A KubeSchedulerConfiguration keeps `default-scheduler` as kubeadm made it and adds the given
+profiles, which pods pick through `spec.schedulerName`; so tests can use their own scoring
+without changing how any other pod is placed. The file goes to the control-plane node under a
+name holding its hash, so that a different configuration is a different static pod manifest and
+the kubelet restarts the scheduler; `reset` puts kubeadm's manifest back.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import yaml
+
+from clusters import health
+from clusters.nodes import KindNodes, Node
+from clusters.shell import progress
+
+MANIFEST = "/etc/kubernetes/manifests/kube-scheduler.yaml"
+ORIGINAL = "/etc/kubernetes/kep5004-kube-scheduler.yaml.orig"  # outside the manifest directory
+CONFIG_DIR = "/etc/kubernetes/kep5004-scheduler"
+KUBECONFIG = "/etc/kubernetes/scheduler.conf"
+VOLUME = "kep5004-scheduler-config"
+COMPONENT = ("kube-scheduler",)
+
+
+def configuration(profiles: list[dict]) -> str:
+    return yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": KUBECONFIG},  # what kubeadm's --kubeconfig said
+        "profiles": [{"schedulerName": "default-scheduler"}, *profiles],
+    }, sort_keys=False)
+
+
+def with_config(manifest: str, path: str) -> str:
+    """kubeadm's manifest, its scheduler reading `path` (mounted read-only from the node)."""
+    pod = yaml.safe_load(manifest)
+    container = pod["spec"]["containers"][0]
+    container["command"] = [*container["command"], f"--config={path}"]
+    container.setdefault("volumeMounts", []).append({"name": VOLUME, "mountPath": path, "readOnly": True})
+    pod["spec"].setdefault("volumes", []).append({"name": VOLUME, "hostPath": {"path": path, "type": "File"}})
+    return yaml.safe_dump(pod, sort_keys=False)
+
+
+def _control_plane(nodes: KindNodes) -> Node:
+    return nodes.control_planes[0]
+
+
+def _original(node: Node) -> str:
+    """kubeadm's manifest, saved on the node the first time it is replaced."""
+    node.sh(f"test -f {ORIGINAL} || cp {MANIFEST} {ORIGINAL}")
+    return node.read(ORIGINAL)
+
+
+def set_profiles(kubeconfig: Path, nodes: KindNodes, profiles: list[dict]) -> None:
+    """Run the scheduler with these profiles besides the default one; returns once it runs them."""
+    node, text = _control_plane(nodes), configuration(profiles)
+    path = f"{CONFIG_DIR}/{hashlib.sha256(text.encode()).hexdigest()[:12]}.yaml"
+    progress(f"{nodes.cluster}: kube-scheduler with profiles {', '.join(p['schedulerName'] for p in profiles)}")
+    node.sh(f"mkdir -p {CONFIG_DIR}")
+    node.write(path, text)
+    node.write(MANIFEST, with_config(_original(node), path))
+    health.wait_static_pods(kubeconfig, node.name, COMPONENT, f"--config={path}")
+
+
+def reset(kubeconfig: Path, nodes: KindNodes) -> None:
+    """kubeadm's scheduler again, if it was ever replaced."""
+    node = _control_plane(nodes)
+    if node.sh(f"test -f {ORIGINAL} && echo saved || true").strip() != "saved":
+        return
+    progress(f"{nodes.cluster}: kube-scheduler back to its own configuration")
+    node.write(MANIFEST, node.read(ORIGINAL))
+    node.sh(f"rm -rf {ORIGINAL} {CONFIG_DIR}")
+    health.wait_static_pods(kubeconfig, node.name, COMPONENT, "--kubeconfig=", absent="--config=")

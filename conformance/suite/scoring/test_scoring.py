@@ -1,0 +1,116 @@
+"""Where pods asking for a DRA-backed name land when scores decide (spec §3.9 SCORE-1, SCORE-2).
+
+Two DRA nodes are made unequal on purpose: one has all its devices but one in use (a seed pod),
+the other carries a pod asking for cpu only (ballast). Scoring by devices and scoring by cpu and
+memory then point to different nodes, so the node a pod lands on tells what was scored:
+- listed among NodeResourcesFit's resources, the name must decide: MostAllocated packs onto the
+  seeded node, LeastAllocated spreads to the other one (SCORE-1);
+- with the default list (cpu, memory) the name must not count: MostAllocated follows the ballast;
+- with NodeResourcesFit's and BalancedAllocation's scores off, what is left (DynamicResources
+  among it) gives extended resources nothing: where pods land is recorded (SCORE-2).
+The pods pick the suite's scheduler profiles (conftest.py) by name; other pods are unaffected.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from conformance.lib import pods
+from conformance.lib.checks import Checks
+from conformance.lib.steps import setup_checks
+from conformance.suite.conftest import Target
+from conformance.suite.scoring.conftest import CPU_MEMORY_ONLY, LEAST_ALLOCATED, MOST_ALLOCATED, NO_FIT_SCORE
+from kube.api import Obj
+from kube.waits import wait_for
+
+pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("scoring_scheduler")]
+BALLAST_SHARE = 0.25  # of the ballast node's allocatable cpu
+NO_FIT_SAMPLES = 4
+
+
+@dataclass(frozen=True)
+class Unequal:
+    seeded: str   # all devices but one in use
+    ballast: str  # no device in use, a quarter of its cpu requested
+
+
+def _millicpu(quantity: str) -> int:
+    return int(quantity[:-1]) if quantity.endswith("m") else int(float(quantity) * 1000)
+
+
+@pytest.fixture(scope="module")
+def unequal(target: Target, module_namespace: str) -> Unequal:
+    api, p = target.api, target.profile
+    capacity = pods.dra_capacity(api, p.driver)
+    if len(capacity) < 2:
+        pytest.skip(f"not applicable: scoring needs two nodes with devices of {p.driver}, the cluster has "
+                    f"{capacity or 'none'}")
+    # The node with fewer devices gets the seed: one free device there still means the fuller node.
+    seeded, ballast = sorted(capacity, key=lambda n: (capacity[n], n))[:2]
+    if capacity[seeded] < 2:
+        pytest.skip(f"not applicable: node {seeded} publishes {capacity[seeded]} device; scoring needs two")
+    setup = setup_checks("making the nodes unequal")
+    seed = pods.pinned(pods.pod("seed", [pods.container("main", p, {p.extended_resource_name: capacity[seeded] - 1})]),
+                       seeded)
+    cpu = _millicpu(api.get("v1", "Node", ballast)["status"]["allocatable"]["cpu"])
+    weight = pods.pinned(pods.pod("ballast", [pods.container("main", p, {}, command=pods.SLEEP)]), ballast)
+    weight["spec"]["containers"][0]["resources"] = {"requests": {"cpu": f"{int(cpu * BALLAST_SHARE)}m"}}
+    for obj in (seed, weight):
+        api.create(obj, module_namespace)
+    with setup("NAME-1", stop=True):
+        for name in ("seed", "ballast"):
+            pods.wait_running(api, module_namespace, name, timeout=180)
+    return Unequal(seeded, ballast)
+
+
+def _landing(target: Target, namespace: str, name: str, scheduler: str) -> str:
+    """The node a one-device pod of `scheduler` is bound to; the pod is deleted (and its device
+    freed) before returning, so that each placement starts from the same cluster."""
+    api, p = target.api, target.profile
+    pod = pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})])
+    pod["spec"]["schedulerName"] = scheduler
+    api.create(pod, namespace)
+
+    def bound() -> Obj | None:
+        found = api.get("v1", "Pod", name, namespace)
+        return found if found and found["spec"].get("nodeName") else None
+    node = wait_for(bound, timeout=120, interval=1, what=f"pod {name} (scheduler {scheduler}) bound to a node",
+                    describe=lambda: pods.summary(api, namespace, name))["spec"]["nodeName"]
+    api.delete("v1", "Pod", name, namespace)
+    pods.wait_gone(api, "v1", "Pod", name, namespace)
+    return node
+
+
+@pytest.mark.requirement("SCORE-1")
+def test_listed_name_decides_most_and_least_allocated(check: Checks, target: Target, module_namespace: str,
+                                                      unequal: Unequal) -> None:
+    name = target.profile.extended_resource_name
+    for pod, scheduler, expected, why in (
+            ("packed", MOST_ALLOCATED, unequal.seeded, "MostAllocated packs onto the node whose devices are in use"),
+            ("spread", LEAST_ALLOCATED, unequal.ballast, "LeastAllocated spreads to the node with free devices")):
+        with check("SCORE-1"):
+            node = _landing(target, module_namespace, pod, scheduler)
+            assert node == expected, (f"with {name} among NodeResourcesFit's scored resources, {why} ({expected}); "
+                                      f"pod {pod} landed on {node} (the node with cpu ballast is {unequal.ballast})")
+
+
+@pytest.mark.requirement("SCORE-1")
+def test_unlisted_name_does_not_count(check: Checks, target: Target, module_namespace: str, unequal: Unequal) -> None:
+    name = target.profile.extended_resource_name
+    with check("SCORE-1"):
+        node = _landing(target, module_namespace, "cpu-memory", CPU_MEMORY_ONLY)
+        assert node == unequal.ballast, (
+            f"with the default scored resources (cpu, memory), MostAllocated must follow the cpu ballast on "
+            f"{unequal.ballast}; pod cpu-memory landed on {node}, where {name}'s devices are in use")
+
+
+@pytest.mark.requirement("SCORE-2")
+def test_other_scorers_give_extended_resources_nothing(check: Checks, target: Target, module_namespace: str,
+                                                       unequal: Unequal) -> None:
+    landed = [_landing(target, module_namespace, f"no-fit-{i}", NO_FIT_SCORE) for i in range(NO_FIT_SAMPLES)]
+    counts = {node: landed.count(node) for node in (unequal.seeded, unequal.ballast)}
+    check.observe("SCORE-2", f"with NodeResourcesFit and BalancedAllocation not scoring, {NO_FIT_SAMPLES} one-device "
+                             f"pods landed {counts[unequal.seeded]}x on {unequal.seeded} (all devices but one in "
+                             f"use) and {counts[unequal.ballast]}x on {unequal.ballast} (devices free): with no "
+                             "score for extended resources the choice is a tie broken at random")
