@@ -104,7 +104,7 @@ def _bug(raw: object, where: str) -> KnownBug:
 
 def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
     req = _fields(raw, where, ("id", "area", "title", "text", "applies", "source", "status", "topology"),
-                  ("question", "by_version", "serial", "informational", "bugs", "related"))
+                  ("question", "settled", "by_version", "serial", "informational", "bugs", "related"))
     req_id = _id(req["id"], where, REQUIREMENT_ID)
     area = _text(req["area"], f"{where}.area")
     if req_id.split("-")[0] != area:
@@ -112,8 +112,11 @@ def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
     applies = _fields(req["applies"], f"{where}.applies", ("min",), ("max", "gate"))
     status = _choice(req["status"], f"{where}.status", Status)
     question = _optional_text(req.get("question"), f"{where}.question")
-    if (status is Status.UNCONFIRMED) != (question is not None):
-        raise _Invalid(f"{where}: an unconfirmed requirement needs a question, a confirmed one must have none")
+    settled = _optional_text(req.get("settled"), f"{where}.settled")
+    if (status is not Status.CONFIRMED) != (question is not None):
+        raise _Invalid(f"{where}: an unconfirmed or settled requirement needs a question, a confirmed one must have none")
+    if (status is Status.SETTLED) != (settled is not None):
+        raise _Invalid(f"{where}: a settled requirement needs the answer (settled:), and only a settled one has it")
     return Requirement(
         id=req_id,
         area=area,
@@ -124,6 +127,7 @@ def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
         source=_source(req["source"], f"{where}.source"),
         status=status,
         question=question,
+        settled=settled,
         topology=_text(req["topology"], f"{where}.topology"),
         table=table,
         by_version=_by_version(req.get("by_version"), f"{where}.by_version"),

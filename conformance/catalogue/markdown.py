@@ -104,9 +104,12 @@ def _refs(prs: Iterable[int], issues: Iterable[int]) -> str:
 
 
 def _questions(catalogue: Catalogue) -> str:
-    rows = [[req.id, req.question or ""] for req in catalogue.requirements.values()
-            if req.status is Status.UNCONFIRMED]
-    return "## Open questions (unconfirmed)\n\n" + _table(["ID", "To settle on a cluster"], rows)
+    reqs = catalogue.requirements.values()
+    open_rows = [[req.id, req.question or ""] for req in reqs if req.status is Status.UNCONFIRMED]
+    settled_rows = [[req.id, req.question or "", req.settled or ""] for req in reqs if req.status is Status.SETTLED]
+    return ("## Open questions (unconfirmed)\n\n" + _table(["ID", "To settle on a cluster"], open_rows)
+            + "\n\n## Questions our clusters settled (evidence: docs/findings.md)\n\n"
+            + _table(["ID", "Question", "Answer"], settled_rows))
 
 
 def _bugs(bugs: Sequence[KnownBug]) -> str:

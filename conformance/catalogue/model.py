@@ -22,6 +22,7 @@ class Gate(StrEnum):
 class Status(StrEnum):
     CONFIRMED = "confirmed"
     UNCONFIRMED = "unconfirmed"  # still to be settled on a real cluster
+    SETTLED = "settled"          # unconfirmed in the spec, answered by our clusters (docs/findings.md)
 
 
 class UnknownRequirementError(LookupError):
@@ -65,6 +66,7 @@ class Requirement:
     topology: str
     table: VersionTable = field(repr=False, compare=False)
     question: str | None = None
+    settled: str | None = None  # the answer our clusters gave to `question`
     by_version: tuple[tuple[VersionRange, str], ...] = ()
     serial: bool = False
     informational: bool = False  # describes behaviour but is no pass/fail check

@@ -56,6 +56,7 @@ REQUIRED: tuple[Permission, ...] = (
     *(Permission(v, kind, "admissionregistration.k8s.io", why="ALLOC-8 refuses bindings in its own namespace")
       for kind in ("validatingadmissionpolicies", "validatingadmissionpolicybindings")
       for v in ("create", "list", "delete")),
+    Permission("create", "bindings", why="ALLOC-8 sees its binding refusal in force before relying on it"),
 )
 # Only for profiles with the nodeModes capability: the migration tests move a node between the
 # device plugin and DRA by relabelling it.

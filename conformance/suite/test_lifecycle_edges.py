@@ -253,16 +253,17 @@ def test_claim_with_both_marks_is_taken_for_the_special_claim(target: Target, ch
 REFUSED = "kep5004: binding refused on purpose"
 
 
-def _refuse_bindings(api: Api, request: pytest.FixtureRequest, namespace: str) -> str:
+def _refuse_bindings(api: Api, profile: Profile, request: pytest.FixtureRequest, namespace: str) -> str:
     """An admission policy refusing every pod binding in `namespace`: the scheduler then fails in
     Bind, after PreBind created the special claim. Returns the policy binding's name, whose
     deletion lets bindings through again."""
     name = f"kep5004-refuse-bindings-{uuid.uuid4().hex[:6]}"
     policy = labelled({"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
                        "spec": {"failurePolicy": "Fail",
+                                # the scheduler binds through pods/binding; the canaries below through bindings
                                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
                                                                         "operations": ["CREATE"],
-                                                                        "resources": ["pods/binding"]}]},
+                                                                        "resources": ["pods/binding", "bindings"]}]},
                                 "validations": [{"expression": "false", "message": REFUSED}]}})
     binding = labelled({"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding",
                         "metadata": {"name": name},
@@ -273,7 +274,29 @@ def _refuse_bindings(api: Api, request: pytest.FixtureRequest, namespace: str) -
     if not request.config.getoption("--keep"):
         request.addfinalizer(lambda: [api.delete(ADMISSION_API, kind, name) for kind in
                                       ("ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy")])
+    _until_refused(api, profile, namespace)
     return name
+
+
+def _until_refused(api: Api, profile: Profile, namespace: str) -> None:
+    """Policies take effect a moment after they are created: bind pods that no scheduler takes
+    (canaries, asking for nothing; one that gets through just sleeps) ourselves until a binding
+    is refused."""
+    node = api.list("v1", "Node")[0]["metadata"]["name"]
+    attempts = iter(range(1_000))
+
+    def refused_now() -> bool:
+        name = f"canary-{next(attempts)}"
+        canary = pods.pod(name, [pods.container("main", profile, {}, command=pods.SLEEP)])
+        canary["spec"]["schedulerName"] = "kep5004-no-such-scheduler"
+        api.create(canary, namespace)
+        try:
+            api.create({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, namespace)
+        except ApiException as err:
+            return REFUSED in writes.answer(err)
+        return False
+    wait_for(refused_now, timeout=60, interval=1, what=f"bindings in {namespace} refused by the suite's policy")
 
 
 @pytest.mark.serial  # the scheduler's retries back off: alone, they come within seconds
@@ -284,7 +307,7 @@ def test_failed_binding_leaves_a_single_special_claim(target: Target, check: Che
     special claim; while they are, a pod never owns two special claims, and once they are let
     through the pod runs with exactly one, the one its status names."""
     api, p = target.api, target.profile
-    refusal = _refuse_bindings(api, request, namespace)
+    refusal = _refuse_bindings(api, p, request, namespace)
     api.create(pods.pod("rebound", [pods.container("main", p, {p.extended_resource_name: 1})]), namespace)
     pod = pods.get(api, namespace, "rebound")
     seen: set[str] = set()  # every special claim the pod ever owned

@@ -99,6 +99,8 @@ def test_minimal_catalogue_loads(tmp_path: Path) -> None:
     (_set("requirements.0.titel", "typo"), "unknown titel"),
     (_set("requirements.0.status", "unconfirmed"), "needs a question"),
     (_set("requirements.0.question", "why?"), "a confirmed one must have none"),
+    (_set("requirements.0.status", "settled"), "needs a question"),
+    (_set("requirements.0.settled", "yes"), "only a settled one has it"),
     (_set("requirements.0.applies.gate", True), "True is not one of enabled, disabled, any"),
     (_set("requirements.0.by_version", {"1.35": "a"}), "at least two version ranges"),
     (_set("requirements.0.by_version", {"1.35-1.36": "a", "1.36+": "b"}), "ranges 1.35-1.36 and 1.36+ overlap"),

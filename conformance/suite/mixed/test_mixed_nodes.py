@@ -12,7 +12,6 @@ import uuid
 
 import pytest
 
-from conformance.catalogue import requirement
 from conformance.lib import devices as devices_lib, pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
@@ -117,10 +116,6 @@ def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(check: Checks
     The device-plugin worker is the one given `both`: adding and later removing the DRA plugin
     leaves its node status as it was, whereas a device plugin leaving the DRA worker would leave a
     stale `<name>: 0` there (MIXED-3) for the rest of the session."""
-    applies, why = requirement("MIXED-2").applies_to(target.minor, gate_enabled=True)
-    if not applies:  # 1.34 treats the node alike here, but the catalogue claims MIXED-2 from 1.35 only
-        check.not_applicable("MIXED-2", why)
-        return
     api, p = target.api, target.profile
     node = workers.device_plugin
     with check("MIXED-2", stop=True):  # the cluster must not reject a node served by both
