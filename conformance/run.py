@@ -403,7 +403,10 @@ def main(argv: list[str] | None = None) -> int:
     args.out = args.out.absolute()
     args.kubeconfig = args.kubeconfig and args.kubeconfig.absolute()
     # SIGTERM (a CI job cancelled, `kill`) is handled like Ctrl-C: partial summary, clusters deleted.
-    signal.signal(signal.SIGTERM, _interrupt)
+    # SIGINT too, explicitly: a shell starting us in the background (nohup, `&` in a script) sets it
+    # to "ignore", and a `kill -INT` from whoever started us must still stop the run.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _interrupt)
     try:
         set_timeout_scale(args.timeout_scale)
         if args.kubeconfig and not args.profile:
