@@ -112,19 +112,22 @@ def set_gate(kubeconfig: Path, nodes: KindNodes, gate: str, value: bool, emulate
 
 # Where each component's binary is: kubelets on the node itself, the control plane in its image.
 _IMAGE = "registry.k8s.io/{component}:{version}"
+# What makes each one exit right after checking its flags: a configuration it cannot read (the
+# API server has no such flag: without --etcd-servers it stops at its own validation).
+_UNUSABLE = {"kubelet": "--config=/nonexistent/kep5004-kubelet.yaml", "kube-apiserver": "",
+             "kube-scheduler": "--kubeconfig=/nonexistent/kep5004.conf",
+             "kube-controller-manager": "--kubeconfig=/nonexistent/kep5004.conf"}
 
 
 def try_start(nodes: KindNodes, component: str, version: str, flags: list[str]) -> str:
     """Start one more `component` of the cluster's own binary with `flags` and nothing it could
-    run with (no configuration, no API server), so that it exits right after checking its
-    flags; what it printed. Used to see which flags a component refuses, without touching the
-    running one."""
+    run with, so that it exits right after checking its flags; what it printed. Used to see
+    which flags a component refuses, without touching the running one."""
+    command = " ".join([component, *flags, _UNUSABLE[component]])
     if component == "kubelet":
         node = nodes.workers[0] if nodes.workers else nodes.control_planes[0]
-        command = f"kubelet {' '.join(flags)} --config=/nonexistent/kep5004-kubelet.yaml"
     else:
         node = nodes.control_planes[0]
         image = _IMAGE.format(component=component, version=version)
-        command = (f"ctr -n k8s.io run --rm {image} kep5004-try-{component} "
-                   f"{component} {' '.join(flags)} --kubeconfig=/nonexistent/kep5004.conf")
+        command = f"ctr -n k8s.io run --rm {image} kep5004-try-{component} {command}"
     return node.sh(f"timeout 60 {command} 2>&1; echo exit=$?")

@@ -34,12 +34,34 @@ def pod(name: str, containers: list[Obj], init: list[Obj] | None = None, restart
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
+def only_on(nodes: list[str]) -> Obj:
+    """Node affinity to these nodes by metadata.name (terms are ORed: a field selector takes one
+    value per term). The scheduler still decides, unlike spec.nodeName, so allocation and its
+    failures happen as for any pod."""
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in nodes]}}}
+
+
 def pinned(p: Obj, node: str) -> Obj:
-    """`p`, placeable only on `node` (node affinity on metadata.name: the scheduler still decides,
-    unlike spec.nodeName, so allocation and its failures happen as for any pod)."""
-    p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+    """`p`, placeable only on `node`."""
+    p["spec"]["affinity"] = only_on([node])
     return p
+
+
+def landing(api: Api, namespace: str, pod_obj: Obj, timeout: float = 120) -> Obj:
+    """Create the pod, wait until the scheduler binds it, delete it and wait until it is gone (so
+    that its devices are free for the next one); the pod as it was bound."""
+    name = pod_obj["metadata"]["name"]
+    api.create(pod_obj, namespace)
+
+    def bound() -> Obj | None:
+        found = api.get("v1", "Pod", name, namespace)
+        return found if found and found["spec"].get("nodeName") else None
+    placed = wait_for(bound, timeout=timeout, interval=1, what=f"pod {name} bound to a node",
+                      describe=lambda: summary(api, namespace, name))
+    api.delete("v1", "Pod", name, namespace)
+    wait_gone(api, "v1", "Pod", name, namespace)
+    return placed
 
 
 def get(api: Api, namespace: str, name: str) -> Obj:

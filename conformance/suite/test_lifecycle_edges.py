@@ -317,12 +317,15 @@ def test_failed_binding_leaves_a_single_special_claim(target: Target, check: Che
         seen.update(names)
         return names
 
-    def refused() -> Obj | None:
-        return next((e for e in api.list("v1", "Event", namespace) if REFUSED in (e.get("message") or "")), None)
+    def refused() -> str | None:
+        """Why the scheduler last failed to bind the pod, once that was our refusal (Bind runs after
+        PreBind made the special claim, which Unreserve then deletes)."""
+        owned_now()
+        message = pods.condition(pods.get(api, namespace, "rebound"), "PodScheduled").get("message") or ""
+        return message if REFUSED in message else None
 
     with check("ALLOC-8", stop=True, observed=lambda: pods.summary(api, namespace, "rebound")):
-        event = wait_for(lambda: owned_now() and refused(), timeout=120, interval=1,
-                         what="a binding of pod rebound refused after its claim was made")
+        why = wait_for(refused, timeout=120, interval=1, what="a binding of pod rebound refused")
         # The scheduler retries (and is refused) meanwhile.
         holds_for(lambda: len(owned_now()) <= 1, duration=15, interval=1,
                   what="pod rebound owning at most one special claim while its bindings are refused",
@@ -334,7 +337,7 @@ def test_failed_binding_leaves_a_single_special_claim(target: Target, check: Che
     final = served.claim["metadata"]["name"]
     with check("ALLOC-8", observed=lambda: pods.observed("", served.pod, served.claim)):
         owned = [c["metadata"]["name"] for c in claims_owned_by(api, served.pod)]
-        assert owned == [final], f"after a refused binding ({event.get('message')!r}) pod rebound owns {owned}; " \
+        assert owned == [final], f"after a refused binding ({why!r}) pod rebound owns {owned}; " \
                                  f"its status names {final}"
         stale = [name for name in seen - {final} if api.get(RESOURCE_API, "ResourceClaim", name, namespace)]
         assert not stale, f"claims made for the refused bindings still exist: {stale}"

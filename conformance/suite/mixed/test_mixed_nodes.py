@@ -31,9 +31,7 @@ def _spread_deployment(name: str, profile: Profile, resource: str, nodes: list[s
             "affinity": {
                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                     {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]},
-                # Terms are ORed; a metadata.name field selector takes only one value per term.
-                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in nodes]}}}}
+                **pods.only_on(nodes)}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
             "spec": {"replicas": len(nodes), "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels}, "spec": spec}}}
@@ -201,17 +199,11 @@ def test_where_pods_land_when_both_kinds_of_node_fit(check: Checks, target: Targ
     nodes = [workers.device_plugin, workers.dra]
     landed = []
     for i in range(MIXED_4_SAMPLES):
-        name = f"either-{i}"
-        either = pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})])
-        either["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": nodes}]}]}}}
-        api.create(either, namespace)
+        either = pods.pod(f"either-{i}", [pods.container("main", p, {p.extended_resource_name: 1})])
+        either["spec"]["affinity"] = pods.only_on(nodes)
         with check("MIXED-4", stop=True):
-            bound = wait_for(lambda: (api.get("v1", "Pod", name, namespace) or {}).get("spec", {}).get("nodeName"),
-                             timeout=120, interval=1, what=f"pod {name} bound to a node")
-        landed.append(helpers.path_of(pods.get(api, namespace, name)) + f" ({bound})")
-        api.delete("v1", "Pod", name, namespace)
-        pods.wait_gone(api, "v1", "Pod", name, namespace)
+            bound = pods.landing(api, namespace, either)
+        landed.append(f"{helpers.path_of(bound)} ({bound['spec']['nodeName']})")
     check.observe("MIXED-4", f"Kubernetes {target.version.tag}: {MIXED_4_SAMPLES} one-device pods that fit both the "
                              f"device-plugin node {workers.device_plugin} and the DRA node {workers.dra} were "
                              f"served by: {', '.join(landed)}")

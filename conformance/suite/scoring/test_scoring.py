@@ -21,8 +21,6 @@ from conformance.lib.checks import Checks
 from conformance.lib.steps import setup_checks
 from conformance.suite.conftest import Target
 from conformance.suite.scoring.conftest import CPU_MEMORY_ONLY, LEAST_ALLOCATED, MOST_ALLOCATED, NO_FIT_SCORE
-from kube.api import Obj
-from kube.waits import wait_for
 
 pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("scoring_scheduler")]
 BALLAST_SHARE = 0.25  # of the ballast node's allocatable cpu
@@ -65,21 +63,12 @@ def unequal(target: Target, module_namespace: str) -> Unequal:
 
 
 def _landing(target: Target, namespace: str, name: str, scheduler: str) -> str:
-    """The node a one-device pod of `scheduler` is bound to; the pod is deleted (and its device
-    freed) before returning, so that each placement starts from the same cluster."""
-    api, p = target.api, target.profile
+    """The node a one-device pod of `scheduler` is bound to (the pod is gone again after it, so
+    each placement starts from the same cluster)."""
+    p = target.profile
     pod = pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})])
     pod["spec"]["schedulerName"] = scheduler
-    api.create(pod, namespace)
-
-    def bound() -> Obj | None:
-        found = api.get("v1", "Pod", name, namespace)
-        return found if found and found["spec"].get("nodeName") else None
-    node = wait_for(bound, timeout=120, interval=1, what=f"pod {name} (scheduler {scheduler}) bound to a node",
-                    describe=lambda: pods.summary(api, namespace, name))["spec"]["nodeName"]
-    api.delete("v1", "Pod", name, namespace)
-    pods.wait_gone(api, "v1", "Pod", name, namespace)
-    return node
+    return pods.landing(target.api, namespace, pod)["spec"]["nodeName"]
 
 
 @pytest.mark.requirement("SCORE-1")
