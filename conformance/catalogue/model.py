@@ -52,6 +52,13 @@ class KnownBug:
     prs: tuple[int, ...] = ()
     issues: tuple[int, ...] = ()
 
+    @property
+    def reference(self) -> str:
+        """How a deviation names it: the ID and its upstream issues and PRs (related ones where
+        no issue of its own was found)."""
+        refs = ", ".join(f"kubernetes/kubernetes#{n}" for n in (*self.issues, *self.prs))
+        return f"{self.id} ({refs or 'no upstream issue found'})"
+
 
 @dataclass(frozen=True)
 class Requirement:
@@ -114,6 +121,12 @@ class Catalogue:
             raise UnknownRequirementError(
                 f"requirement {req_id!r} is not in the catalogue (conformance/catalogue/requirements.yaml){hint}"
             ) from None
+
+    def bug(self, bug_id: str) -> KnownBug:
+        found = next((b for b in self.bugs if b.id == bug_id), None)
+        if found is None:
+            raise UnknownRequirementError(f"known bug {bug_id!r} is not in the catalogue")
+        return found
 
     def select(self, area: str | None = None, topology: str | None = None,
                serial: bool | None = None) -> list[Requirement]:

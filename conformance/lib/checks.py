@@ -23,6 +23,8 @@ from typing import NoReturn
 
 import pytest
 
+from conformance.catalogue import catalogue
+
 PASSED = "passed"
 FAILED = "failed"
 DEVIATES = "deviates"              # the cluster contradicts the spec through a known upstream bug
@@ -134,6 +136,15 @@ class Checks:
     def deviates(self, rid: str, reference: str, observed: str) -> None:
         """The cluster contradicts the spec for `rid` through a known upstream bug (`reference`)."""
         self._record(Check(rid, DEVIATES, observed, reference))
+
+    def known_bug(self, rid: str, bug_id: str, minor: tuple[int, int], observed: str) -> None:
+        """`observed` contradicts the spec for `rid` in the way known upstream bug `bug_id` does:
+        a deviation on the versions the catalogue records it for, a failure anywhere else."""
+        bug = catalogue().bug(bug_id)
+        if minor in bug.versions:
+            self.deviates(rid, bug.reference, observed)
+        else:
+            self.that(rid, False, f"{observed}; known bug {bug.id} is recorded for Kubernetes {bug.versions} only")
 
     def observe(self, rid: str, what: str) -> None:
         """An informational result: what was seen (no pass/fail)."""

@@ -11,7 +11,6 @@ import uuid
 
 import pytest
 
-from conformance.catalogue import catalogue
 from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.resolution import misresolved, resolution
@@ -22,7 +21,6 @@ from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for
 
 # Deleting or clearing the losing class of a shared explicit name can drop the winner's mapping.
-BUG_5 = next(b for b in catalogue().bugs if b.id == "BUG-5")
 
 
 def _run(target: Target, check: Checks, namespace: str, pod_obj: Obj, rid: str) -> tuple[Obj, Obj | None]:
@@ -110,10 +108,7 @@ def test_deleting_the_losing_class_keeps_the_winner(target: Target, check: Check
         pod = pods.wait_running(api, namespace, "dup-after", timeout=30)
     except WaitTimeout as err:
         stuck = f"after the losing class {older} was deleted, {shared} no longer served by {newer}: {err}"
-        if target.minor in BUG_5.versions:  # a known upstream bug there, not the driver's or the test's
-            check.deviates("NAME-3", f"kubernetes/kubernetes#{BUG_5.prs[0]}", stuck)
-        else:
-            check.that("NAME-3", False, stuck)
+        check.known_bug("NAME-3", "BUG-5", target.minor, stuck)  # upstream's, not the driver's or the test's
         return
     claim = special_claim(api, pod)
     _check_resolved(check, "NAME-3", pod, claim, {shared: newer})
