@@ -12,7 +12,7 @@ VERSIONS ?=
 # The CI tier (make test) builds and runs only the default pinned version.
 DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEFAULT)
 
-.PHONY: venv protos host toolchain images unit test conformance selfcheck vendor-check bench clean-clusters
+.PHONY: venv lint protos host toolchain images unit test conformance selfcheck vendor-check bench clean-clusters
 
 venv: $(DEPS_STAMP)
 # Only the dependencies go into the shared venv; the project itself always runs from this
@@ -20,9 +20,13 @@ venv: $(DEPS_STAMP)
 $(DEPS_STAMP): pyproject.toml
 	@python3.11 -m venv $(VENV) || { echo "Python 3.11 with venv is required" >&2; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -c 'import tomllib; print("\n".join(d.split("#")[0].strip() for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > $(VENV)/requirements.txt
+	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(d.split("#")[0].strip() for d in p["dependencies"] + p["optional-dependencies"]["dev"]))' > $(VENV)/requirements.txt
 	$(PY) -m pip install --quiet -r $(VENV)/requirements.txt
 	@rm -f $(VENV)/.deps-*; touch $@
+
+# Undefined names and unused imports in every tracked Python file (generated code is untracked).
+lint: venv
+	$(PY) -m pyflakes $$(git ls-files '*.py')
 
 protos: venv
 	$(PY) -m fake_driver.protos.generate
@@ -50,7 +54,7 @@ unit: protos
 # Each stage deletes the clusters it made.
 PROFILES ?= fake-gpu,example-gpu
 test: VERSIONS = $(DEFAULT_VERSION)
-test: images
+test: lint images
 	$(PY) -m pytest -q --k8s-versions $(DEFAULT_VERSION) $(PYTEST_ARGS)
 	$(PY) -m conformance.run --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) --no-gate-cycle --no-upgrade $(ARGS)
 

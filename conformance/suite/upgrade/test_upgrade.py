@@ -106,5 +106,5 @@ def test_pods_survive_the_move_back_and_claims_are_collected(check: Checks, targ
     for snap in moved_back:  # pods from before the first move and from between the moves
         target.api.delete("v1", "Pod", snap.name, module_namespace)
     with check("UPGRADE-1"):
-        for snap in downgraded:
+        for snap in moved_back:
             pods.wait_gone(target.api, RESOURCE_API, "ResourceClaim", snap.claim, module_namespace)
