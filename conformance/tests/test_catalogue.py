@@ -201,7 +201,8 @@ def test_cli_check_fails_on_an_invalid_catalogue(tmp_path: Path, capsys: pytest.
     ("API-5", (1, 35), False, True, "with DRAExtendedResource off"),
     ("API-5", (1, 36), True, True, "with DRAExtendedResource on"),
     # Admission fix in 1.36; the earlier behaviour is given as the reason.
-    ("KUBELET-3", (1, 35), True, False, "BUG-6"),
+    ("KUBELET-3", (1, 34), True, False, "BUG-6"),
+    ("KUBELET-3", (1, 35), True, True, "with DRAExtendedResource on"),
     ("KUBELET-3", (1, 36), True, True, "with DRAExtendedResource on"),
     ("GATE-4", (1, 36), True, False, "covers Kubernetes 1.37+"),
     ("GATE-4", (1, 37), None, True, "with DRAExtendedResource on"),
