@@ -19,7 +19,7 @@ from conformance.invocation import prog
 from conformance.lib.devices import device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.profile import Profile, ProfileError, load
 from conformance.lib.special_claim import allocated_devices, special_claim
-from conformance.lib.workloads import apply_manifest, pods_of, probe_container
+from conformance.lib.workloads import apply_manifest, manifest_problems, pods_of, probe_container
 from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for
 
@@ -93,12 +93,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.kubeconfig:
         print("error: no cluster: pass --kubeconfig or set KUBECONFIG", file=sys.stderr)
         return 2
+    problems = [problem for path in files for problem in manifest_problems(path)]
     try:
         profile = load(args.profile)
     except ProfileError as err:
-        print(f"error: {err}", file=sys.stderr)
+        problems.append(str(err))
+    if problems:  # all of them at once, and nothing created
+        print("\n".join(f"error: {problem}" for problem in problems), file=sys.stderr)
         return 2
     api = Api(Path(args.kubeconfig))
+    try:
+        api.server_version()
+    except Exception as err:  # no cluster to talk to: say so in a line, not a traceback
+        print(f"error: the cluster in {args.kubeconfig} is unreachable: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
     report: dict[str, list[dict]] = {}
     ok = True
     for path in files:

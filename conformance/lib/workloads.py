@@ -13,10 +13,36 @@ from conformance.lib.profile import Profile
 from kube.api import Api, Obj
 
 WORKLOAD_KINDS = {"Pod", "Deployment", "Job", "StatefulSet", "ReplicaSet", "DaemonSet"}
+# Namespaced objects a workload may bring along and refer to.
+COMPANION_KINDS = {"Service", "ResourceClaim", "ResourceClaimTemplate", "ConfigMap", "Secret", "ServiceAccount"}
 
 
 def load_manifest(path: Path) -> list[Obj]:
     return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def manifest_problems(path: Path) -> list[str]:
+    """Why a manifest cannot be applied as a workload (each problem a line), before anything is
+    created: not YAML, documents that are no Kubernetes object, kinds that are neither a workload
+    nor a namespaced object one lives on, or no workload at all."""
+    try:
+        docs = load_manifest(path)
+    except yaml.YAMLError as err:
+        return [f"{path.name}: not valid YAML: {' '.join(str(err).split())}"]
+    problems, workloads = [], 0
+    for i, doc in enumerate(docs, 1):
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        if not kind or not doc.get("apiVersion"):
+            problems.append(f"{path.name}: document {i} is not a Kubernetes object (apiVersion and kind)")
+        elif kind in WORKLOAD_KINDS:
+            workloads += 1
+        elif kind not in COMPANION_KINDS:
+            problems.append(f"{path.name}: document {i} is a {kind}, neither a workload "
+                            f"({', '.join(sorted(WORKLOAD_KINDS))}) nor an object one brings along "
+                            f"({', '.join(sorted(COMPANION_KINDS))})")
+    if not problems and not workloads:
+        problems.append(f"{path.name}: no workload ({', '.join(sorted(WORKLOAD_KINDS))})")
+    return problems
 
 
 def apply_manifest(api: Api, path: Path, namespace: str) -> list[Obj]:
