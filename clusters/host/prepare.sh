@@ -9,6 +9,8 @@ source "$(dirname "$0")/../toolchain/common.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 DOCKERD_PID=$CACHE_ROOT/dockerd.pid
 CAPFILTER=$TOOLS_DIR/runc-capfilter
+source "$HERE/disk.sh"
+check_disk "$CACHE_ROOT" "$TOOLS_DIR"  # first: nothing is installed or built on a full disk
 
 lacks_sys_resource() {  # bit 24 of the bounding set
   local bnd; bnd=$(awk '/^CapBnd/ {print $2}' /proc/self/status)
