@@ -12,7 +12,7 @@ VERSIONS ?=
 # The CI tier (make test) builds and runs only the default pinned version.
 DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEFAULT)
 
-.PHONY: venv lint protos host toolchain images unit test conformance selfcheck vendor-check bench clean-clusters
+.PHONY: venv lint protos host toolchain images unit test conformance selfcheck interrupts vendor-check bench clean-clusters
 
 venv: $(DEPS_STAMP)
 # Only the dependencies go into the shared venv; the project itself always runs from this
@@ -71,6 +71,11 @@ vendor-check: images
 selfcheck: VERSIONS = $(DEFAULT_VERSION)
 selfcheck: images
 	$(PY) -m conformance.selfcheck $(ARGS)
+
+# Does an interrupted run clean up? SIGINT and SIGTERM at several points of a run, default version.
+interrupts: VERSIONS = $(DEFAULT_VERSION)
+interrupts: images
+	$(PY) -m conformance.interrupts $(ARGS)
 
 # Side-by-side measurements (DRA vs device plugin) on a mixed kind cluster; prints ratios.
 bench: images
