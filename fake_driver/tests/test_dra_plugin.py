@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -227,6 +228,35 @@ def test_run_publishes_then_cleans_up_on_stop(make_config, api):
     assert not config.registration_socket.exists()
     assert not config.dra_socket.exists()
     assert not config.ready_file.exists()
+
+
+def test_api_server_unreachable_at_start_is_retried_without_restarting(make_config, api, monkeypatch):
+    """No crash loop (which would drop what is prepared): the plugin serves its sockets, reports
+    not ready, and publishes once the API server answers."""
+    config = make_config(FAKE_GPU_DEVICES_PER_NODE="2")
+    answering = threading.Event()
+    listed = api.list_resource_slices
+
+    def list_when_answering(driver: str, node_name: str):
+        if not answering.is_set():
+            raise ConnectionError("apiserver unreachable")
+        return listed(driver, node_name)
+
+    monkeypatch.setattr(api, "list_resource_slices", list_when_answering)
+    plugin = DraPlugin(config, api, resync_seconds=0.05)
+    stop = threading.Event()
+    runner = threading.Thread(target=plugin.run, args=(stop,))
+    runner.start()
+    try:
+        wait_for(config.dra_socket.exists, 10, "the DRA socket while the API server is away")
+        time.sleep(0.3)  # several resyncs fail meanwhile
+        assert runner.is_alive() and not api.slices and not config.ready_file.exists()
+        answering.set()
+        wait_for(lambda: api.slices, 10, "the ResourceSlice once the API server answers")
+    finally:
+        stop.set()
+        runner.join(timeout=20)
+    assert not runner.is_alive()
 
 
 def test_slices_are_kept_on_exit_when_configured(make_config, api):
