@@ -20,7 +20,7 @@ venv: $(DEPS_STAMP)
 $(DEPS_STAMP): pyproject.toml
 	@python3.11 -m venv $(VENV) || { echo "Python 3.11 with venv is required" >&2; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(d.split("#")[0].strip() for d in p["dependencies"] + p["optional-dependencies"]["dev"]))' > $(VENV)/requirements.txt
+	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(d.split("#")[0].strip() for d in p["dependencies"] + p["optional-dependencies"]["dev"] + p["optional-dependencies"]["bench"]))' > $(VENV)/requirements.txt
 	$(PY) -m pip install --quiet -r $(VENV)/requirements.txt
 	@rm -f $(VENV)/.deps-*; touch $@
 

@@ -1,100 +1,203 @@
-"""`python -m conformance.bench`: measured side by side in one run, printed as ratios.
+"""`python -m conformance.bench` (`make bench`): three ways to get a GPU, side by side in one run.
 
-On a `mixed` kind cluster (one DRA node, one device-plugin node, same fake GPUs):
-  - time from the pod being bound to its container running, DRA vs device plugin;
-  - scheduling throughput: pods/s for a batch of one-GPU pods per mechanism.
-Rounds alternate between the mechanisms so that drift on a shared host hits both alike.
-No assertion is made on the numbers: they are printed and written to --out as JSON.
+On a `mixed` kind cluster whose fake driver publishes --devices GPUs per node (one DRA node, one
+device-plugin node), batches of --pods one-GPU pods are created at once for each mechanism:
+  - `dra-extended`: the extended resource name, served by DRA on the DRA node (KEP-5004);
+  - `device-plugin`: the same name, served by the device plugin on the other node;
+  - `claim-template`: an ordinary ResourceClaimTemplate of the same DeviceClass, DRA node.
+A watch on the namespace stamps each pod, in milliseconds, when it is first seen, bound to its
+node and Running. From those: bound-to-running latency per pod and scheduling throughput (pods
+bound per second). Rounds alternate the order of the mechanisms so that drift on a shared host
+hits all alike. No assertion is made on the numbers: ratios against the device plugin are
+printed, and JSON plus two PNG plots (latency distribution, pods bound over time) are written to
+--out.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
+import threading
 import time
 import uuid
-from datetime import datetime
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from kubernetes import client, watch
 
 from clusters import lifecycle
 from clusters.images import BuiltImages
+from clusters.paths import REPORTS_DIR
 from clusters.topology import MODE_LABEL, ClusterSpec
 from clusters.versions import resolve
 from conformance.invocation import prog
 from conformance.lib import driver_setup, pods
 from conformance.lib.profile import Profile, load
+from conformance.lib.special_claim import RESOURCE_API
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
-
-def _ts(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def bound_to_running(pod: Obj) -> float:
-    scheduled = _ts(pods.condition(pod, "PodScheduled")["lastTransitionTime"])
-    started = _ts(pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"])
-    return started - scheduled
+MECHANISMS = ("dra-extended", "device-plugin", "claim-template")
+TEMPLATE = "bench-gpu"
+MAX_PODS_PER_NODE = 100  # kubelet's default maxPods is 110; the node's own daemons take a few
 
 
-def batch(api: Api, ns: str, profile: Profile, name: str, mode: str, count: int) -> tuple[list[float], float]:
-    """Create `count` one-GPU pods pinned to the node of `mode`; per-pod latency and batch wall time."""
-    start = time.monotonic()
-    names = [f"{mode}-{uuid.uuid4().hex[:6]}" for _ in range(count)]
-    for n in names:
-        p = pods.pod(n, [pods.container("main", profile, {name: 1}, command="sleep 3600")])
-        p["spec"]["nodeSelector"] = {MODE_LABEL: mode}
-        api.create(p, ns)
-    done = [pods.wait_running(api, ns, n, timeout=300) for n in names]
-    wall = time.monotonic() - start
-    for n in names:
-        api.delete("v1", "Pod", n, ns)
-    wait_for(lambda: not api.list("v1", "Pod", ns), timeout=180, what="benchmark pods to be gone")
-    return [bound_to_running(p) for p in done], wall
+@dataclass
+class Stamps:
+    """When the watch first saw a pod in each state (time.time(), milliseconds and better)."""
+    seen: float | None = None
+    bound: float | None = None
+    running: float | None = None
+
+
+@dataclass
+class PodWatch:
+    """Stamps of every pod of a namespace, from one watch running in a thread."""
+    api: Api
+    namespace: str
+    stamps: dict[str, Stamps] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._watch = watch.Watch()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        core = client.CoreV1Api(self.api.client)
+        for event in self._watch.stream(core.list_namespaced_pod, self.namespace, _request_timeout=3600):
+            now, pod = time.time(), event["object"]
+            stamp = self.stamps.setdefault(pod.metadata.name, Stamps())
+            stamp.seen = stamp.seen or now
+            if pod.spec.node_name and stamp.bound is None:
+                stamp.bound = now
+            if pod.status and pod.status.phase == "Running" and stamp.running is None:
+                stamp.running = now
+
+    def stop(self) -> None:
+        self._watch.stop()
+
+
+@dataclass(frozen=True)
+class Batch:
+    mechanism: str
+    latencies: list[float]  # bound -> running, s
+    bound_offsets: list[float]  # s after the first pod of the batch was seen, sorted
+    pods_per_s: float
+
+
+def bench_pod(name: str, profile: Profile, mechanism: str) -> Obj:
+    node_mode = "device-plugin" if mechanism == "device-plugin" else "dra"
+    if mechanism == "claim-template":
+        p = pods.pod(name, [pods.container("main", profile, {}, command=pods.SLEEP)])
+        p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+        p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": TEMPLATE}]
+    else:
+        p = pods.pod(name, [pods.container("main", profile, {profile.extended_resource_name: 1}, command=pods.SLEEP)])
+    p["spec"]["nodeSelector"] = {MODE_LABEL: node_mode}
+    return p
+
+
+def run_batch(api: Api, ns: str, profile: Profile, podwatch: PodWatch, mechanism: str, count: int) -> Batch:
+    names = [f"{mechanism}-{uuid.uuid4().hex[:6]}" for _ in range(count)]
+    for name in names:
+        api.create(bench_pod(name, profile, mechanism), ns)
+    wait_for(lambda: all((s := podwatch.stamps.get(n)) and s.running for n in names), timeout=600, interval=1,
+             what=f"{count} {mechanism} pods Running",
+             describe=lambda: f"{sum(1 for n in names if (s := podwatch.stamps.get(n)) and s.running)} Running")
+    stamps = [podwatch.stamps[n] for n in names]
+    for name in names:
+        api.delete("v1", "Pod", name, ns)
+    wait_for(lambda: not api.list("v1", "Pod", ns), timeout=600, interval=2, what=f"the {mechanism} pods to be gone")
+    start = min(s.seen for s in stamps)
+    bound = sorted(s.bound - start for s in stamps)
+    return Batch(mechanism, [s.running - s.bound for s in stamps], bound, count / max(bound[-1], 1e-3))
+
+
+def summarise(batches: list[Batch]) -> dict:
+    per = {m: [b for b in batches if b.mechanism == m] for m in MECHANISMS}
+    latency = {m: statistics.median(x for b in bs for x in b.latencies) for m, bs in per.items()}
+    p90 = {m: statistics.quantiles([x for b in bs for x in b.latencies], n=10)[-1] for m, bs in per.items()}
+    throughput = {m: statistics.median(b.pods_per_s for b in bs) for m, bs in per.items()}
+    base = "device-plugin"
+    return {"bound_to_running_median_s": latency, "bound_to_running_p90_s": p90, "pods_bound_per_s": throughput,
+            "ratio_to_device_plugin": {m: {"latency": latency[m] / latency[base],
+                                           "throughput": throughput[m] / throughput[base]} for m in MECHANISMS}}
+
+
+def plot(batches: list[Batch], out: Path) -> list[Path]:
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display
+    from matplotlib import pyplot as plt
+
+    written = []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for m in MECHANISMS:
+        values = sorted(x * 1000 for b in batches if b.mechanism == m for x in b.latencies)
+        ax.plot(values, [(i + 1) / len(values) for i in range(len(values))], label=m)
+    ax.set(xlabel="bound -> Running (ms)", ylabel="fraction of pods", title="Latency distribution (CDF)")
+    ax.legend()
+    written.append(out / "bench-latency.png")
+    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for m in MECHANISMS:
+        first = next(b for b in batches if b.mechanism == m)
+        ax.step(first.bound_offsets, range(1, len(first.bound_offsets) + 1), where="post", label=m)
+    ax.set(xlabel="seconds since the batch was created", ylabel="pods bound", title="Scheduling over time (first round)")
+    ax.legend()
+    written.append(out / "bench-throughput.png")
+    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=prog("conformance.bench"), description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", default=None, help="Kubernetes version (default: the pinned default)")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--pods", type=int, default=4, help="pods per batch (at most the devices per node)")
-    ap.add_argument("--out", type=Path, default=Path("reports/bench.json"))
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--pods", type=int, default=MAX_PODS_PER_NODE, help="pods per batch (one GPU each)")
+    ap.add_argument("--out", type=Path, default=REPORTS_DIR / "bench")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
-    profile, images = load("fake-gpu"), BuiltImages.load()
-    t0 = time.monotonic()
+    if not 1 <= args.pods <= MAX_PODS_PER_NODE or args.rounds < 1:
+        ap.error(f"--pods must be 1..{MAX_PODS_PER_NODE} (one node's pod limit) and --rounds at least 1")
+    # As many GPUs per node as pods in a batch: a batch measures the mechanism, not a queue for devices.
+    profile = dataclasses.replace(load("fake-gpu"), device_counts={"*": args.pods})
+    images = BuiltImages.load()
     cluster = lifecycle.ensure(ClusterSpec("mixed", resolve(args.version)), images)
-    create_s = time.monotonic() - t0
     api = Api(cluster.kubeconfig)
+    ns = f"bench-{uuid.uuid4().hex[:6]}"
     try:
         driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)
         driver_setup.wait_published(api, profile)
-        ns = f"bench-{uuid.uuid4().hex[:6]}"
         api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        lat: dict[str, list[float]] = {"dra": [], "device-plugin": []}
-        wall: dict[str, list[float]] = {"dra": [], "device-plugin": []}
+        api.create({"apiVersion": RESOURCE_API, "kind": "ResourceClaimTemplate", "metadata": {"name": TEMPLATE},
+                    "spec": {"spec": pods.user_claim(TEMPLATE, profile.device_class)["spec"]}}, ns)
+        podwatch = PodWatch(api, ns)
+        batches = []
         for r in range(args.rounds):
-            for mode in (("dra", "device-plugin") if r % 2 == 0 else ("device-plugin", "dra")):
-                l, w = batch(api, ns, profile, profile.extended_resource_name, mode, args.pods)
-                lat[mode] += l
-                wall[mode].append(w)
-                print(f"round {r + 1} {mode:13s}: bound->running median {statistics.median(l):.2f} s, "
-                      f"batch of {args.pods} in {w:.1f} s", flush=True)
-        api.delete("v1", "Namespace", ns)
+            order = MECHANISMS[r % len(MECHANISMS):] + MECHANISMS[:r % len(MECHANISMS)]
+            for mechanism in order:
+                batch = run_batch(api, ns, profile, podwatch, mechanism, args.pods)
+                batches.append(batch)
+                print(f"round {r + 1} {mechanism:15s}: bound->running median {statistics.median(batch.latencies) * 1000:.0f} ms, "
+                      f"{batch.pods_per_s:.1f} pods bound/s", flush=True)
+        podwatch.stop()
     finally:
         if not args.keep:
             lifecycle.delete(cluster.name)
-    med = {m: statistics.median(v) for m, v in lat.items()}
-    thr = {m: args.pods * len(v) / sum(v) for m, v in wall.items()}
-    result = {"cluster": cluster.name, "cluster_ready_s": round(create_s, 1), "rounds": args.rounds,
-              "pods_per_batch": args.pods, "bound_to_running_median_s": med, "pods_per_s": thr,
-              "ratio_dra_over_device_plugin": {"latency": med["dra"] / med["device-plugin"],
-                                               "throughput": thr["dra"] / thr["device-plugin"]}}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
+    result = {"cluster": cluster.name, "rounds": args.rounds, "pods_per_batch": args.pods, **summarise(batches),
+              "batches": [dataclasses.asdict(b) for b in batches]}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench.json").write_text(json.dumps(result, indent=2))
+    plots = plot(batches, args.out)
+    print(f"{'mechanism':15s} {'median ms':>10s} {'p90 ms':>8s} {'pods/s':>7s} {'latency x':>10s} {'throughput x':>13s}")
+    for m in MECHANISMS:
+        ratio = result["ratio_to_device_plugin"][m]
+        print(f"{m:15s} {result['bound_to_running_median_s'][m] * 1000:10.0f} {result['bound_to_running_p90_s'][m] * 1000:8.0f} "
+              f"{result['pods_bound_per_s'][m]:7.1f} {ratio['latency']:10.2f} {ratio['throughput']:13.2f}")
+    print(f"(x: ratio to device-plugin) JSON and plots in {args.out}: {', '.join(p.name for p in plots)}")
     return 0
 
 
