@@ -12,7 +12,7 @@ VERSIONS ?=
 # The CI tier (make test) builds and runs only the default pinned version.
 DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEFAULT)
 
-.PHONY: venv lint protos host toolchain images unit test conformance selfcheck interrupts vendor-check bench clean-clusters
+.PHONY: venv lint protos host toolchain images unit test conformance selfcheck interrupts soak vendor-check bench clean-clusters
 
 venv: $(DEPS_STAMP)
 # Only the dependencies go into the shared venv; the project itself always runs from this
@@ -76,6 +76,12 @@ selfcheck: images
 interrupts: VERSIONS = $(DEFAULT_VERSION)
 interrupts: images
 	$(PY) -m conformance.interrupts $(ARGS)
+
+# How often does each test fail on a healthy cluster? N runs of the main stages on one cluster.
+N ?= 10
+soak: VERSIONS = $(DEFAULT_VERSION)
+soak: images
+	$(PY) -m conformance.soak --runs $(N) $(ARGS)
 
 # Side-by-side measurements (DRA vs device plugin) on a mixed kind cluster; prints ratios.
 bench: images
