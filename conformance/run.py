@@ -326,6 +326,9 @@ def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]
         outs += [r.out for r in reports]
         try:
             for step in kind_plan(version, args, gates):
+                if not step.every_profile:  # the other reports say where those requirements were checked
+                    for report in reports[1:]:
+                        report.context["first_profile_only"] = reports[0].profile.name
                 passed &= on_kind_cluster(ClusterSpec(step.topology, version, gates=gates), step.stage, images,
                                           reports if step.every_profile else reports[:1], args)
         finally:  # after an interrupt too: the partial summary shows the interrupted stage

@@ -9,10 +9,17 @@ import json
 import sys
 from pathlib import Path
 
-from conformance.report.summary import COLUMNS
+from conformance.report.summary import COLUMNS, FIRST_PROFILE_ONLY
 
 SHORT = {"passed": "pass", "failed": "**FAIL**", "deviates": "deviates", "observed": "observed",
          "not applicable": "n/a", "error": "**error**", "not tested": "-"}
+
+
+def _cell(r: dict) -> str:
+    elsewhere = next((why for why in r.get("reasons", []) if why.startswith(FIRST_PROFILE_ONLY)), None)
+    if r["verdict"] == "not tested" and elsewhere:  # e.g. "- (fake-gpu)": that report has the verdict
+        return f"- ({elsewhere[len(FIRST_PROFILE_ONLY):].split(':')[0].strip()})"
+    return SHORT.get(r["verdict"], r["verdict"])
 
 
 def table(summaries: list[dict]) -> str:
@@ -20,7 +27,7 @@ def table(summaries: list[dict]) -> str:
     rows = {}
     for i, s in enumerate(summaries):
         for r in s["requirements"]:
-            rows.setdefault(r["id"], [r["title"], *[""] * len(summaries)])[1 + i] = SHORT.get(r["verdict"], r["verdict"])
+            rows.setdefault(r["id"], [r["title"], *[""] * len(summaries)])[1 + i] = _cell(r)
     counts = [" / ".join(f"{s['counts'].get(k, 0)} {k}" for k in COLUMNS if s["counts"].get(k)) for s in summaries]
     lines = ["| ID | requirement | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads),
              *(f"| {rid} | {title} | " + " | ".join(cells) + " |" for rid, (title, *cells) in rows.items()),

@@ -69,6 +69,11 @@ def _verdict_from_checks(found: list[tuple[str, Check]]) -> tuple[str, list[str]
     return verdict, reasons, sorted({c.reference for _, c in chosen if c.reference})
 
 
+# Scenarios the runner plays with the first profile of a run only (see its report for their verdicts).
+IN_PLACE = ("gate-cycle", "upgrade")
+FIRST_PROFILE_ONLY = "checked in this run with profile"
+
+
 def verdicts(records: list[dict], context: dict | None = None) -> list[Verdict]:
     context = context or {}
     minor = _server_minor(context)
@@ -93,6 +98,9 @@ def verdicts(records: list[dict], context: dict | None = None) -> list[Verdict]:
             verdict, reasons, refs = NOT_APPLICABLE, [why], []
         elif verdict == NOT_TESTED and req.id in unevaluated:
             verdict, reasons = _unevaluated(unevaluated[req.id], checks)
+        elif verdict == NOT_TESTED and req.topology in IN_PLACE and context.get("first_profile_only"):
+            reasons = [f"{FIRST_PROFILE_ONLY} {context['first_profile_only']}: the gate cycle and the upgrade change "
+                       "Kubernetes in place, once per version"]
         out.append(Verdict(req.id, req.title, verdict, tests, reasons, refs))
     return out
 

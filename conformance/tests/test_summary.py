@@ -125,3 +125,21 @@ def test_coverage_table_has_a_column_per_run(tmp_path):
     text = table(runs)
     assert "| ALLOC-1 | No overcommitment of devices | pass | pass |" in text
     assert "v1.36.3 (fake-gpu)" in text and "v1.37.2 (fake-gpu)" in text
+
+
+def test_a_second_profile_says_which_profile_ran_the_in_place_scenarios():
+    got = by_id([], {"server": "v1.36.3", "first_profile_only": "fake-gpu"})
+    assert got["UPGRADE-1"].verdict == "not tested"
+    assert got["UPGRADE-1"].reasons[0].startswith("checked in this run with profile fake-gpu")
+    assert got["ALLOC-1"].reasons == []  # a stage of every profile: plainly not tested
+
+
+def test_coverage_points_to_the_profile_that_has_the_verdict():
+    from dataclasses import asdict
+
+    from conformance.report.coverage import table
+    context = {"server": "v1.36.3", "profile": "example-gpu", "first_profile_only": "fake-gpu"}
+    summary_doc = {"context": context, "counts": {}, "requirements": [asdict(v) for v in verdicts([], context)]}
+    text = table([summary_doc])
+    assert "| UPGRADE-1 | Pods survive upgrade and downgrade | - (fake-gpu) |" in text
+    assert "| ALLOC-1 | No overcommitment of devices | - |" in text
