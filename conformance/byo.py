@@ -15,6 +15,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from conformance.cli import user_error
 from conformance.invocation import prog
 from conformance.lib.devices import device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.profile import Profile, ProfileError, load
@@ -101,11 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     if problems:  # all of them at once, and nothing created
         print("\n".join(f"error: {problem}" for problem in problems), file=sys.stderr)
         return 2
-    api = Api(Path(args.kubeconfig))
-    try:
+    try:  # no cluster to talk to: say why in a line, as the installed tool does, not in a traceback
+        api = Api(Path(args.kubeconfig))
         api.server_version()
-    except Exception as err:  # no cluster to talk to: say so in a line, not a traceback
-        print(f"error: the cluster in {args.kubeconfig} is unreachable: {' '.join(str(err).split())}", file=sys.stderr)
+    except Exception as err:
+        message = user_error(err, str(args.kubeconfig))
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
         return 2
     report: dict[str, list[dict]] = {}
     ok = True

@@ -109,7 +109,7 @@ def test_byo_with_an_unusable_kubeconfig_is_one_line(tmp_path, text, words):
 def test_an_unknown_profile_is_one_line_in_every_command(tmp_path, command):
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\n")
     (tmp_path / "workloads").mkdir()
-    (tmp_path / "workloads" / "pod.yaml").write_text("{}\n")
+    (tmp_path / "workloads" / "pod.yaml").write_text((REPO_ROOT / "fixtures" / "workloads" / "nvidia-gpu" / "pod-1gpu.yaml").read_text())
     proc = tool(*command, "--profile", "/nonexistent.yaml", cwd=tmp_path, env={"KUBECONFIG": str(tmp_path / "kubeconfig")})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "profile '/nonexistent.yaml' not found" in proc.stderr
