@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from clusters.shell import CommandError, run
 
 CAP_SYS_RESOURCE = 24
 
@@ -28,3 +31,14 @@ def _bounding_set_has(cap: int, status: Path = Path("/proc/self/status")) -> boo
         if line.startswith("CapBnd:"):
             return bool(int(line.split()[1], 16) >> cap & 1)
     return os.geteuid() != 0  # no status line: nothing to work around
+
+
+def require_engine() -> None:
+    """Stop, in one line, before anything is created when no Docker engine answers: every kind
+    cluster needs one, and a run that found out at its first cluster would leave empty reports."""
+    try:
+        run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=30)
+    except CommandError as err:
+        raise CommandError(f"no Docker engine answers, `make host` installs and starts one ({err})") from None
+    except subprocess.TimeoutExpired:
+        raise CommandError("the Docker engine did not answer `docker info` within 30 s") from None

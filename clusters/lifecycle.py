@@ -15,7 +15,7 @@ from pathlib import Path
 from pytest_kind import KindCluster
 
 from clusters import health, network
-from clusters.host import HostFacts
+from clusters.host import HostFacts, require_engine
 from clusters.images import BuiltImages
 from clusters.paths import state_dir
 from clusters.shell import CommandError, progress, run
@@ -103,6 +103,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     cluster that fails to come up is deleted, after its node logs (kubelet, containerd, pods)
     were exported to `failure_logs` (default: <state>/failed/<name>-<time>), so the cause is kept.
     """
+    require_engine()
     images = images or BuiltImages.load()
     host = host or HostFacts.detect()
     for tool in (kind_bin(), kubernetes_bin(spec.version, "kubectl")):

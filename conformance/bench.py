@@ -28,10 +28,12 @@ from pathlib import Path
 from kubernetes import client, watch
 
 from clusters import lifecycle
+from clusters.host import require_engine
 from clusters.images import BuiltImages
 from clusters.paths import REPORTS_DIR
 from clusters.topology import MODE_LABEL, ClusterSpec
 from clusters.versions import resolve
+from conformance.cli import guarded
 from conformance.invocation import prog
 from conformance.lib import driver_setup, pods
 from conformance.lib.profile import Profile, load
@@ -162,10 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not 1 <= args.pods <= MAX_PODS_PER_NODE or args.rounds < 1:
         ap.error(f"--pods must be 1..{MAX_PODS_PER_NODE} (one node's pod limit) and --rounds at least 1")
+    # What the user typed first, then what the host lacks: a mistake stops us before anything is made.
+    version = resolve(args.version)
+    require_engine()
+    images = BuiltImages.load()
     # As many GPUs per node as pods in a batch: a batch measures the mechanism, not a queue for devices.
     profile = dataclasses.replace(load("fake-gpu"), device_counts={"*": args.pods})
-    images = BuiltImages.load()
-    cluster = lifecycle.ensure(ClusterSpec("mixed", resolve(args.version)), images)
+    cluster = lifecycle.ensure(ClusterSpec("mixed", version), images)
     api = Api(cluster.kubeconfig)
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     try:
@@ -202,4 +207,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main, sys.argv[1:], prog("conformance.bench")))

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from conformance.cli import user_error
+from conformance.cli import guarded, user_error
 from conformance.invocation import prog
 from conformance.lib.devices import device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.profile import Profile, ProfileError, load
@@ -128,4 +128,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main, sys.argv[1:], prog("conformance.byo")))

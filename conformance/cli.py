@@ -61,18 +61,24 @@ def main(argv: list[str] | None = None) -> int:
     if command == "coverage" and rest and rest[0] in ("-h", "--help"):  # its main takes file names only
         print(f"usage: {PROG} coverage SUMMARY.json...\n\n{importlib.import_module(COMMANDS[command][0]).__doc__}")
         return 0
-    entry: Callable[[list[str]], int] = importlib.import_module(COMMANDS[command][0]).main
     invoked_as(f"{PROG} {command}")
+    return guarded(importlib.import_module(COMMANDS[command][0]).main, rest, f"{PROG} {command}")
+
+
+def guarded(entry: Callable[[list[str]], int], argv: list[str], prog: str) -> int:
+    """A command's main(argv) as its user sees it: a mistake of theirs or an unusable host or
+    cluster is one line `PROG: error: ...` and exit 2, Ctrl-C exit 130, a bug its traceback."""
     try:
-        return entry(rest)
+        return entry(argv)
     except KeyboardInterrupt:
-        print(f"{PROG} {command}: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except Exception as err:
-        message = user_error(err, kubeconfig_arg(rest))
+        message = user_error(err, kubeconfig_arg(argv))
         if message is None:
             raise  # a bug: the traceback is what a report needs
-        return _error(command, message)
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
 
 
 def user_error(err: Exception, kubeconfig: str | None) -> str | None:

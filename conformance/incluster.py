@@ -39,6 +39,7 @@ import yaml
 
 from clusters.paths import REPO_ROOT
 from clusters.shell import CommandError
+from conformance.cli import guarded
 from conformance.invocation import prog
 from conformance.lib import permissions, profile as profiles
 from kube.api import Api
@@ -304,4 +305,4 @@ def suite_image() -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main, sys.argv[1:], prog("conformance.incluster")))

@@ -24,6 +24,7 @@ from clusters.nodes import KIND_CLUSTER_LABEL
 from clusters.paths import REPORTS_DIR, REPO_ROOT
 from clusters.shell import run
 from clusters.versions import default_version
+from conformance.cli import guarded
 from conformance.invocation import prog
 
 # point -> (a line of the runner's log that shows the point was reached, seconds to wait after it)
@@ -120,4 +121,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main, sys.argv[1:], prog("conformance.interrupts")))

@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters import lifecycle
+from clusters.host import require_engine
 from clusters.images import BuiltImages, ImagesMissingError
 from clusters.paths import IN_CHECKOUT, REPO_ROOT, REPORTS_DIR
 from clusters.shell import CommandError
 from clusters.topology import ClusterSpec, TopologyError, feature_gates, parse_gates
 from clusters.versions import KubeVersion, UnknownVersionError, resolve, supported_versions, upgrade_partner
+from conformance.cli import guarded
 from conformance.invocation import prog
 from conformance.lib import cleanup, driver_setup, permissions, preflight, profile as profiles
 from conformance.report import coverage, summary
@@ -309,9 +311,11 @@ def report_name(spec: ClusterSpec, profile: profiles.Profile, first: bool) -> st
 
 
 def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]) -> int:
-    images = BuiltImages.load()
+    # What the user typed is judged first, then what the host lacks, all before a report exists.
     gates = parse_gates(args.feature_gates)
     versions = [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions()
+    require_engine()
+    images = BuiltImages.load()
     passed = True
     outs: list[Path] = []
     for version in versions:
@@ -462,4 +466,4 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main, sys.argv[1:], prog("conformance.run")))

@@ -24,6 +24,7 @@ from clusters.images import BuiltImages
 from clusters.paths import REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
+from conformance.cli import guarded
 from conformance import run as runner
 from conformance.invocation import prog
 from conformance.lib import driver_setup, profile as profiles
@@ -185,4 +186,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main, sys.argv[1:], prog("conformance.selfcheck")))

@@ -16,12 +16,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from clusters import lifecycle
+from clusters.host import require_engine
 from clusters.images import BuiltImages
 from clusters.paths import REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
+from conformance.cli import guarded
 from conformance import run as runner
 from conformance.invocation import prog
+from conformance.lib.profile import load
 
 
 def outcomes(out: Path, runs: int) -> dict[str, list[str]]:
@@ -63,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.runs < 2:
         p.error("--runs must be at least 2 (one run cannot show a flake)")
-    cluster = lifecycle.ensure(ClusterSpec("dra", resolve(args.k8s_version)), BuiltImages.load())
+    version = resolve(args.k8s_version)  # what the user typed first: a mistake stops us before anything is made
+    load(args.profile)
+    require_engine()
+    cluster = lifecycle.ensure(ClusterSpec("dra", version), BuiltImages.load())
     started, codes = time.monotonic(), defaultdict(int)
     try:
         for i in range(args.runs):
@@ -84,4 +90,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main, sys.argv[1:], prog("conformance.soak")))

@@ -29,6 +29,7 @@ from clusters.images import BuiltImages
 from clusters.paths import REPO_ROOT, REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import default_version
+from conformance.cli import guarded
 from conformance import incluster
 from conformance.invocation import prog
 from conformance.lib import driver_setup, profile as profiles
@@ -187,4 +188,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main, sys.argv[1:], prog("conformance.vendor_check")))
