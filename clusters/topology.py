@@ -34,14 +34,13 @@ class ClusterSpec:
     topology: str
     version: KubeVersion
     gates: dict[str, bool] = field(default_factory=dict)
-    name_suffix: str = ""
 
     @property
     def name(self) -> str:
         # Gate overrides make a different cluster, so they get a different name.
         gates = ",".join(f"{k}={v}" for k, v in sorted(self.gates.items()))
         tag = f"-g{hashlib.sha256(gates.encode()).hexdigest()[:6]}" if gates else ""
-        return f"kep5004-{self.topology}-{self.version.major}{self.version.minor}{tag}{self.name_suffix}"
+        return f"kep5004-{self.topology}-{self.version.major}{self.version.minor}{tag}"
 
 
 def parse_gates(text: str) -> dict[str, bool]:

@@ -21,6 +21,9 @@ from kube.waits import wait_for
 
 pytestmark = pytest.mark.cluster
 
+# The DRA plugin's data directory on the node (its checkpoint lives under <dir>/<driver name>/).
+PLUGIN_DATA_DIR = "/var/lib/kubelet/plugins"
+
 
 @pytest.fixture(scope="session")
 def profile() -> Profile:
@@ -113,12 +116,21 @@ def test_deleting_a_pod_removes_its_cdi_spec(driver: Api, profile: Profile, ns: 
              what=f"the CDI spec of claim {uid} to be removed", describe=lambda: str(cdi_specs(node)))
 
 
-def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, profile: Profile, ns: str) -> None:
+@pytest.mark.parametrize("checkpoint", ["kept", "corrupted"])
+def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, profile: Profile, ns: str,
+                                           checkpoint: str) -> None:
+    """A restart, also one that finds its checkpoint unreadable (a node crash mid-write): the
+    driver sets the file aside and starts instead of crash-looping, running pods keep their
+    devices and new claims are prepared."""
     name = profile.extended_resource_name
+    node = node_with_mode(driver, "dra")
     first = pods.pod("before", [pods.container("main", profile, {name: 1})])
     first["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "dra"}
     driver.create(first, ns)
     before = pods.wait_running(driver, ns, "before")
+    path = f"{PLUGIN_DATA_DIR}/{profile.driver}/checkpoint.json"
+    if checkpoint == "corrupted":
+        run(["docker", "exec", node, "sh", "-c", f"rm -f {path}.corrupt; printf '{{not json' > {path}"])
     mixed_cluster.kubectl("-n", NAMESPACE, "rollout", "restart", f"daemonset/{DRA_DAEMONSET}")
     mixed_cluster.kubectl("-n", NAMESPACE, "rollout", "status", f"daemonset/{DRA_DAEMONSET}", "--timeout=180s")
     after = pods.get(driver, ns, "before")
@@ -128,6 +140,12 @@ def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, 
     second["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "dra"}
     driver.create(second, ns)
     pods.wait_running(driver, ns, "after")
+    restarts = [s.get("restartCount", 0) for p in driver.list("v1", "Pod", NAMESPACE)
+                if p["spec"].get("nodeName") == node for s in p["status"].get("containerStatuses", [])]
+    assert restarts and set(restarts) == {0}, f"driver containers on {node} restarted: {restarts}"
+    if checkpoint == "corrupted":
+        aside = run(["docker", "exec", node, "sh", "-c", f"cat {path}.corrupt"])
+        assert aside == "{not json", f"the corrupt checkpoint was not set aside: {aside!r}"
 
 
 def test_zz_uninstall_removes_resource_slices(mixed_cluster: Cluster, driver: Api, profile: Profile) -> None:
