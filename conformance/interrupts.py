@@ -74,7 +74,7 @@ def trial(point: str, how: str, out: Path, version: str) -> Trial:
     out.mkdir(parents=True, exist_ok=True)
     log = (out / "run.log").open("w")
     cmd = [sys.executable, "-u", "-m", "conformance.run", "--k8s-versions", version, "--profile", "fake-gpu",
-           "--no-mixed", "--no-gate-cycle", "--no-upgrade", "--out", str(out)]
+           "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--out", str(out)]
     start = time.monotonic()
     runner = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     reached = _wait_for_line(out / "run.log", marker, runner, timeout=900)

@@ -3,9 +3,9 @@
 kind mode (default): per Kubernetes version, build/reuse a kind cluster (topology `dra`),
 deploy the fake driver as each profile describes it (one after the other on the same cluster),
 run the suite (a parallel stage, then a serial one), then the mixed-node tests on a `mixed`
-cluster the same way, and, with the first profile, on an `in-place` cluster the gate cycle
-(where the gate is locked on, with the control plane emulating the previous minor) and then the
-upgrade to the neighbouring pinned minor and back; a report per version and profile.
+cluster the same way, and, with the first profile, on an `in-place` cluster the faults, the gate
+cycle (where the gate is locked on, with the control plane emulating the previous minor) and
+then the upgrade to the neighbouring pinned minor and back; a report per version and profile.
 Existing-cluster mode (--kubeconfig): the same against a cluster and driver you bring,
 creating no kind cluster. Reports go to --out/<target>/: JUnit XML, Allure results,
 summary.json/.md per requirement, and a results bundle (.tar.gz).
@@ -64,6 +64,7 @@ SUITE = REPO_ROOT / "conformance" / "suite"
 # Suites that need a cluster of their own topology, run serially after the main stages.
 MIXED_SUITE = SUITE / "mixed"            # nodes serving the name both ways
 GATE_CYCLE_SUITE = SUITE / "gate_cycle"  # switches the gate off and on in place
+FAULTS_SUITE = SUITE / "faults"          # kills and restarts components and nodes in place
 UPGRADE_SUITE = SUITE / "upgrade"        # changes the Kubernetes version in place
 # The suite's pytest settings: the checkout's pyproject.toml and conftest.py (found by pytest in
 # REPO_ROOT), or, installed, the copy of them shipped with the suite.
@@ -150,7 +151,7 @@ def stop_process_group(process: subprocess.Popen, grace: float = 60) -> None:
 
 def main_stages(kubeconfig: Path, args: argparse.Namespace, report: Report) -> list[int]:
     """The suite on a cluster whose nodes serve the name through DRA only."""
-    paths = [str(SUITE), *(f"--ignore={d}" for d in (MIXED_SUITE, GATE_CYCLE_SUITE, UPGRADE_SUITE))]
+    paths = [str(SUITE), *(f"--ignore={d}" for d in (MIXED_SUITE, FAULTS_SUITE, GATE_CYCLE_SUITE, UPGRADE_SUITE))]
     codes = [run_stage("parallel", paths, kubeconfig, args, report, "not serial", args.parallel)]
     if not args.no_serial:
         codes.append(run_stage("serial", paths, kubeconfig, args, report, "serial", 1))
@@ -185,12 +186,15 @@ def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, b
     if gates:
         log(f"{version.tag}: no gate-cycle or upgrade stage with --feature-gates (they start from the defaults)")
         return plan
-    # The gate cycle (on versions whose gate is locked, with the control plane emulating the
-    # previous minor) and the upgrade to the neighbouring pinned minor and back share one
-    # cluster: each leaves it as it found it, and a cluster less saves a minute and a half.
-    # Switching gates and versions tests Kubernetes with a running driver; doing it again for
-    # every profile would double the job for little: the first profile runs them.
+    # The faults, the gate cycle (on versions whose gate is locked, with the control plane
+    # emulating the previous minor) and the upgrade to the neighbouring pinned minor and back
+    # share one cluster: each leaves it as it found it, and a cluster less saves a minute and a
+    # half. Faults come first, on the cluster as it was made. Killing components, switching gates
+    # and versions tests Kubernetes with a running driver; doing it again for every profile would
+    # double the job for little: the first profile runs them.
     in_place = []
+    if not args.no_faults:
+        in_place.append(("faults", FAULTS_SUITE))
     if not args.no_gate_cycle:
         in_place.append(("gate-cycle", GATE_CYCLE_SUITE))
     if not args.no_upgrade and upgrade_partner(version):
@@ -396,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
     p.add_argument("--no-mixed", action="store_true", help="skip the mixed device-plugin/DRA stage")
+    p.add_argument("--no-faults", action="store_true",
+                   help="skip the fault stage (components and nodes killed and restarted under load)")
     p.add_argument("--no-gate-cycle", action="store_true", help="skip the feature gate ON->OFF->ON stage")
     p.add_argument("--no-upgrade", action="store_true", help="skip the Kubernetes upgrade/downgrade stage")
     p.add_argument("--timeout-scale", type=float, default=1.0,

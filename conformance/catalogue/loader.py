@@ -65,21 +65,25 @@ def parse(raw: object, origin: str, table: VersionTable) -> Catalogue:
     problems: list[str] = []
     try:
         top = _fields(raw, "top level", ("schema", "gate_components", "areas", "topologies", "requirements"),
-                      ("known_bugs",))
+                      ("known_bugs", "suite_areas"))
         if top["schema"] != SCHEMA_VERSION:
             raise _Invalid(f"schema: expected {SCHEMA_VERSION}, got {top['schema']!r}")
         components = _list(top["gate_components"], "gate_components", _text)
         areas = _names(top["areas"], "areas", AREA_ID)
+        suite_areas = _names(top["suite_areas"], "suite_areas", AREA_ID) if "suite_areas" in top else {}
+        if set(areas) & set(suite_areas):
+            raise _Invalid(f"suite_areas repeats areas: {', '.join(sorted(set(areas) & set(suite_areas)))}")
         topologies = _names(top["topologies"], "topologies", TOPOLOGY_NAME)
     except _Invalid as err:
         raise CatalogueError(origin, [str(err)]) from None
     bugs = _each(top.get("known_bugs") or [], "known_bugs", _bug, problems)
     requirements = _each(top["requirements"], "requirements",
                          lambda item, where: _requirement(item, where, table), problems)
-    problems += _check_references(requirements, bugs, areas, topologies, table)
+    problems += _check_references(requirements, bugs, {**areas, **suite_areas}, topologies, table)
     if problems:
         raise CatalogueError(origin, problems)
-    return Catalogue(components, areas, topologies, table, tuple(bugs), {req.id: req for req in requirements})
+    return Catalogue(components, {**areas, **suite_areas}, topologies, table, tuple(bugs),
+                     {req.id: req for req in requirements}, frozenset(suite_areas))
 
 
 # --- items -------------------------------------------------------------------------------------

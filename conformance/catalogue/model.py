@@ -111,6 +111,13 @@ class Catalogue:
     table: VersionTable
     bugs: tuple[KnownBug, ...]
     requirements: dict[str, Requirement]  # by ID, in catalogue order
+    # Areas whose requirements are the suite's own, beyond the spec's section 3 (what the spec's
+    # promises mean under faults): their IDs are not the spec's.
+    suite_areas: frozenset[str] = frozenset()
+
+    def from_spec(self) -> list[str]:
+        """IDs of the requirements restated from the spec, in catalogue order."""
+        return [rid for rid, req in self.requirements.items() if req.area not in self.suite_areas]
 
     def requirement(self, req_id: str) -> Requirement:
         try:

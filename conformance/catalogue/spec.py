@@ -63,7 +63,7 @@ def read_frozen(path: Path = FROZEN_PATH) -> list[SpecItem]:
 def compare(expected: list[SpecItem], catalogue: Catalogue) -> list[str]:
     """Differences between the spec's items and the catalogue: IDs, their order, and status."""
     ids = [item.id for item in expected]
-    have = list(catalogue.requirements)
+    have = catalogue.from_spec()
     problems = [f"{req_id}: in the spec, missing from the catalogue" for req_id in ids if req_id not in have]
     problems += [f"{req_id}: in the catalogue, not in the spec" for req_id in have if req_id not in ids]
     if not problems and ids != have:

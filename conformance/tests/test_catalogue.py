@@ -175,7 +175,7 @@ def test_docs_are_in_sync_with_the_catalogue() -> None:
 
 def test_cli_check_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check"]) == 0
-    assert "72 requirements" in capsys.readouterr().out
+    assert "78 requirements" in capsys.readouterr().out
 
 
 def test_cli_check_fails_on_an_invalid_catalogue(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -288,6 +288,18 @@ def test_parse_spec_reads_section_3_items_and_marks() -> None:
 def test_parse_spec_refuses_a_document_without_section_3() -> None:
     with pytest.raises(ValueError, match="no section"):
         parse_spec("## 1. Versions\n")
+
+
+def test_the_suites_own_areas_are_not_compared_with_the_spec(tmp_path: Path) -> None:
+    doc = _doc()
+    doc["suite_areas"] = {"FAULT": "Faults"}
+    doc["requirements"].append(_req("FAULT-1", area="FAULT"))
+    cat = load(_write(tmp_path, doc), TABLE)
+    assert cat.from_spec() == ["API-1", "NAME-1"] and "FAULT" in cat.areas
+    assert compare([SpecItem("API-1", False), SpecItem("NAME-1", False)], cat) == []
+    doc["suite_areas"] = {"API": "again"}
+    with pytest.raises(CatalogueError, match="suite_areas repeats areas: API"):
+        load(_write(tmp_path, doc), TABLE)
 
 
 def test_compare_reports_missing_extra_order_and_status(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def kind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
 
 
 def run_kind(state: dict) -> int:
-    return run.main(["--k8s-versions", "1.37", "--no-mixed", "--no-gate-cycle", "--no-upgrade", "--out", str(state["out"])])
+    return run.main(["--k8s-versions", "1.37", "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--out", str(state["out"])])
 
 
 def stages(state: dict) -> list[dict]:
@@ -92,7 +92,7 @@ def test_profiles_take_turns_on_one_cluster_each_with_its_own_report(kind, monke
     monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({"DRIVER_IMAGE": "driver:1"})))
     monkeypatch.setattr(run.driver_setup, "uninstall_fake_driver", lambda kubectl, profile, image: removed.append(profile.name))
     monkeypatch.setattr(run, "main_stages", lambda kubeconfig, args, report: [0 if report.profile.name == "fake-gpu" else 1])
-    assert run.main(["--k8s-versions", "1.37", "--no-mixed", "--no-gate-cycle", "--no-upgrade", "--profile", "fake-gpu,example-gpu",
+    assert run.main(["--k8s-versions", "1.37", "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--profile", "fake-gpu,example-gpu",
                      "--out", str(kind["out"])]) == 1
     assert [c.name for c in kind["clusters"]] == ["kep5004-dra-137"] and kind["deleted"] == ["kep5004-dra-137"]
     assert removed == ["fake-gpu"], "the first profile's driver goes before the second one's comes"

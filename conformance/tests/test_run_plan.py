@@ -6,14 +6,14 @@ import argparse
 from clusters.versions import supported_versions, upgrade_partner
 from conformance.run import kind_plan
 
-ALL = argparse.Namespace(no_mixed=False, no_gate_cycle=False, no_upgrade=False)
+ALL = argparse.Namespace(no_mixed=False, no_faults=False, no_gate_cycle=False, no_upgrade=False)
 
 
 def topologies(version, args=ALL, gates=None) -> list[str]:
     return [step.topology for step in kind_plan(version, args, gates or {})]
 
 
-def test_every_version_gets_the_in_place_cluster_for_gate_cycle_and_upgrade() -> None:
+def test_every_version_gets_the_in_place_cluster_for_faults_gate_cycle_and_upgrade() -> None:
     for version in supported_versions():
         assert topologies(version) == ["dra", "mixed", "in-place"], version
 
@@ -28,8 +28,10 @@ def test_each_version_upgrades_to_a_neighbour_one_minor_away_and_the_newest_roll
 
 def test_skip_flags_and_gate_overrides_leave_only_what_was_asked() -> None:
     oldest = min(supported_versions())
-    args = argparse.Namespace(no_mixed=True, no_gate_cycle=True, no_upgrade=True)
+    args = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
     assert topologies(oldest, args) == ["dra"]
+    only_faults = argparse.Namespace(no_mixed=True, no_faults=False, no_gate_cycle=True, no_upgrade=True)
+    assert topologies(oldest, only_faults) == ["dra", "in-place"]
     assert topologies(oldest, gates={"DRAExtendedResource": False}) == ["dra", "mixed"]
 
 

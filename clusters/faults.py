@@ -1,0 +1,47 @@
+"""Faults put on a kind cluster's nodes the way they happen to a real one: a process killed
+with SIGKILL (no chance to clean up), a kubelet or a whole machine restarted.
+
+Control-plane components are static pods, so the kubelet restarts a killed one as it would
+after a crash; a killed driver container is restarted by its pod's restartPolicy.
+"""
+from __future__ import annotations
+
+import shlex
+
+from clusters import network
+from clusters.nodes import Node
+from clusters.shell import CommandError, run
+from kube.api import Api
+
+# crictl prints the container's main process id with this template.
+PID_TEMPLATE = "{{.info.pid}}"
+
+
+def kill_containers(node: Node, *crictl_filter: str) -> list[str]:
+    """SIGKILL the main process of every running container `crictl ps FILTER` lists on the node
+    (e.g. --name '^kube-scheduler$', or --label io.kubernetes.pod.uid=UID); their IDs."""
+    filters = " ".join(shlex.quote(f) for f in crictl_filter)
+    ids = node.sh(f"crictl ps --state running -q {filters}").split()
+    if not ids:
+        raise CommandError(f"no running container matches `crictl ps {filters}` on {node.name}")
+    for cid in ids:
+        node.sh(f"kill -KILL $(crictl inspect --output go-template --template '{PID_TEMPLATE}' {cid})")
+    return ids
+
+
+def kill_component(node: Node, component: str) -> list[str]:
+    """A control-plane component (kube-apiserver, kube-scheduler, ...) crashes; its kubelet restarts it."""
+    return kill_containers(node, "--name", f"^{component}$")
+
+
+def kill_pod(node: Node, pod_uid: str) -> list[str]:
+    """Every container of one pod on the node dies at once."""
+    return kill_containers(node, "--label", f"io.kubernetes.pod.uid={pod_uid}")
+
+
+def restart_machine(api: Api, node: Node) -> None:
+    """The node's container restarts, as a machine reboots: every process and the network
+    namespace's routes are gone; the files (kubelet state, CNI configuration) stay. The routes to
+    other nodes' pod networks are put back as the cluster's network setup made them."""
+    run(["docker", "restart", node.name], timeout=120)
+    network.install(api)

@@ -1,0 +1,91 @@
+"""Has the cluster come back, after a fault, to what the spec promises without one?
+
+The same oracle for every fault (FAULT-*): each pod using the name runs with the devices of its
+special claim and sees exactly them; no device is allocated to two claims; no special claim is
+left without its pod; the driver holds prepared exactly the claims of the pods on its node
+(where the profile exposes that state).
+"""
+from __future__ import annotations
+
+from conformance.lib import driver_state, pods, scenario
+from conformance.lib.checks import Checks
+from conformance.lib.scenario import Served
+from conformance.lib.special_claim import ANNOTATION, RESOURCE_API, allocated_devices, claims_owned_by
+from kube.api import TRANSIENT_ERRORS, Api
+from kube.waits import wait_for
+
+# Garbage collection of a deleted pod's claim: upstream's tests allow up to three minutes.
+GC_TIMEOUT = 180
+
+
+def converged(target, check: Checks, rid: str, namespace: str, names: list[str], after: str,
+              timeout: float = 300) -> list[Served]:
+    """Check `rid`: after `after` (e.g. 'the scheduler was killed'), the named pods and the
+    cluster's claims and driver state are as if nothing had happened; the pods as served."""
+    api = target.api
+    def not_running() -> list[str]:
+        return [n for n in names if (pods.get(api, namespace, n).get("status") or {}).get("phase") != "Running"]
+    with check(rid, stop=True):
+        wait_for(lambda: not not_running(), timeout=timeout, interval=2, transient=TRANSIENT_ERRORS,
+                 what=f"pods {names} Running after {after}",
+                 describe=lambda: "; ".join(pods.summary(api, namespace, n) for n in not_running()))
+    served = [scenario.verify_served(target, check, pods.get(api, namespace, n), as_id=rid) for n in names]
+    with check(rid):
+        several = {s.pod["metadata"]["name"]: names for s in served
+                   if len(names := [c["metadata"]["name"] for c in claims_owned_by(api, s.pod)
+                                    if (c["metadata"].get("annotations") or {}).get(ANNOTATION) == "true"]) != 1}
+        assert not several, f"after {after}, pods owning other than one special claim: {several}"
+    with check(rid):
+        shared = devices_in_two_claims(api)
+        assert not shared, f"after {after}, devices allocated to more than one claim: {shared}"
+    with check(rid):
+        wait_for(lambda: not orphaned_special_claims(api, namespace), timeout=GC_TIMEOUT, interval=3,
+                 what=f"no special claim in {namespace} without its pod after {after}",
+                 describe=lambda: f"claims whose pod is gone: {orphaned_special_claims(api, namespace)}",
+                 transient=TRANSIENT_ERRORS)
+    check_driver_holds_its_pods_claims(target, check, rid, served, after)
+    return served
+
+
+def devices_in_two_claims(api: Api) -> dict[str, list[str]]:
+    """pool/device -> the namespace/name of each claim it is allocated in, where more than one."""
+    holders: dict[str, list[str]] = {}
+    for claim in api.list(RESOURCE_API, "ResourceClaim"):
+        for pool, device in allocated_devices(claim):
+            holders.setdefault(f"{pool}/{device}", []).append(f"{claim['metadata']['namespace']}/{claim['metadata']['name']}")
+    return {device: names for device, names in holders.items() if len(names) > 1}
+
+
+def orphaned_special_claims(api: Api, namespace: str) -> list[str]:
+    """Special claims in the namespace whose owning pod (by uid) no longer exists."""
+    live = {p["metadata"]["uid"] for p in api.list("v1", "Pod", namespace)}
+    return [c["metadata"]["name"] for c in api.list(RESOURCE_API, "ResourceClaim", namespace)
+            if (c["metadata"].get("annotations") or {}).get(ANNOTATION) == "true"
+            and not {o.get("uid") for o in c["metadata"].get("ownerReferences") or []} & live]
+
+
+def claims_of_pods_on(served: list[Served]) -> dict[str, set[str]]:
+    """node -> uids of the special claims of the served pods running there."""
+    by_node: dict[str, set[str]] = {}
+    for s in served:
+        by_node.setdefault(s.pod["spec"]["nodeName"], set()).add(s.claim["metadata"]["uid"])
+    return by_node
+
+
+def check_driver_holds_its_pods_claims(target, check: Checks, rid: str, served: list[Served], after: str) -> None:
+    """`rid`: on each node, the driver holds prepared every claim of the pods running there and
+    none that no longer exists (the kubelet's unprepare of deleted pods may lag: waited for)."""
+    api, profile = target.api, target.profile
+    if profile.node_state is None:
+        check.not_applicable(rid, f"the driver's prepared claims after {after} not compared: {driver_state.NO_CAPABILITY}")
+        return
+    for node, wanted in claims_of_pods_on(served).items():
+        def mismatch() -> str:
+            held = driver_state.held_claims(api, profile, node)
+            existing = {c["metadata"]["uid"] for c in api.list(RESOURCE_API, "ResourceClaim")}
+            missing, stale = wanted - held, held - existing
+            return (f"missing {sorted(missing)} " if missing else "") + (f"stale {sorted(stale)}" if stale else "")
+        with check(rid):
+            wait_for(lambda: not mismatch(), timeout=120, interval=3,
+                     what=f"the driver on {node} to hold prepared exactly its pods' claims after {after}",
+                     describe=mismatch, transient=TRANSIENT_ERRORS)

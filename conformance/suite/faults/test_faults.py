@@ -1,0 +1,136 @@
+"""Faults with extended-resource workloads running and new ones arriving (FAULT-1..6, the suite's
+own requirements: what the spec's promises mean when a component fails).
+
+Each test starts pods that ask for the DRA-backed name on the in-place cluster's DRA worker,
+injects one fault as it happens to a real cluster (clusters/faults.py), starts more pods around
+it and then asks conformance/lib/recovery.py whether everything converged: pods running with
+their claims' devices and seeing exactly them, no device in two claims, no claim without its
+pod, the driver's prepared state matching. Pods that must come through a fault untouched are
+compared with their snapshot from before (conformance/lib/survivors.py).
+"""
+from __future__ import annotations
+
+import pytest
+
+from clusters import faults
+from clusters.nodes import KindNodes, Node
+from conformance.lib import driver_setup, pods, recovery, scenario, survivors
+from conformance.lib.checks import Checks
+from conformance.lib.special_claim import allocated_devices
+from conformance.suite.conftest import Target
+from conformance.suite.faults.conftest import driver_pods_on
+from kube.api import TRANSIENT_ERRORS, Obj
+from kube.waits import wait_for
+
+pytestmark = pytest.mark.serial
+# One device per pod; at most six pods at a time stay within the worker's eight devices while the
+# previous test's namespace is still being deleted.
+RUNNING = ["running-1", "running-2"]
+ARRIVING = ["arriving-1", "arriving-2", "arriving-3"]
+
+
+def gpu_pod(target: Target, name: str, node: Node, restart: str = "Never") -> Obj:
+    p = target.profile
+    return pods.pinned(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})], restart=restart),
+                       node.name)
+
+
+def start_served(target: Target, check: Checks, rid: str, namespace: str, node: Node,
+                 restart: str = "Never") -> list[survivors.Snapshot]:
+    """The pods running before the fault, verified end to end (as `rid`) and remembered."""
+    return [survivors.snapshot(scenario.run_pod_and_verify(target, check, namespace, gpu_pod(target, n, node, restart),
+                                                           as_id=rid))
+            for n in RUNNING]
+
+
+def arrive(target: Target, namespace: str, node: Node, names: list[str] = ARRIVING) -> None:
+    for name in names:
+        target.api.create(gpu_pod(target, name, node), namespace)
+
+
+def wait_answering(target: Target, after: str) -> None:
+    wait_for(lambda: target.api.server_version(), timeout=120, interval=1, transient=TRANSIENT_ERRORS,
+             what=f"the API server to answer after {after}")
+
+
+@pytest.mark.requirement("FAULT-1")
+def test_pods_are_served_after_the_driver_is_killed_while_preparing(target: Target, check: Checks, namespace: str,
+                                                                      worker: Node) -> None:
+    api = target.api
+    start_served(target, check, "FAULT-1", namespace, worker)
+    arrive(target, namespace, worker)
+    # The kubelet asks the driver to prepare a pod's claims right after the pod is bound to it.
+    wait_for(lambda: any((pods.get(api, namespace, n).get("spec") or {}).get("nodeName") for n in ARRIVING),
+             timeout=120, interval=0.2, what=f"one of {ARRIVING} bound to {worker.name}")
+    for driver in driver_pods_on(target, worker.name):
+        faults.kill_pod(worker, driver["metadata"]["uid"])
+    recovery.converged(target, check, "FAULT-1", namespace, RUNNING + ARRIVING,
+                       after=f"the driver on {worker.name} was killed (SIGKILL) while preparing claims")
+
+
+@pytest.mark.requirement("FAULT-2")
+def test_pods_keep_their_devices_when_the_kubelet_restarts(target: Target, check: Checks, namespace: str,
+                                                           worker: Node) -> None:
+    before = start_served(target, check, "FAULT-2", namespace, worker)
+    worker.restart_kubelet()
+    arrive(target, namespace, worker)
+    after = f"the kubelet of {worker.name} restarted"
+    survivors.check_unchanged(target, check, before, "FAULT-2", after)
+    recovery.converged(target, check, "FAULT-2", namespace, RUNNING + ARRIVING, after=after)
+
+
+@pytest.mark.requirement("FAULT-3")
+def test_a_batch_is_served_when_the_scheduler_crashes_while_binding(target: Target, check: Checks, namespace: str,
+                                                                     worker: Node, kind_nodes: KindNodes) -> None:
+    batch = RUNNING + ARRIVING
+    arrive(target, namespace, worker, batch)
+    faults.kill_component(kind_nodes.control_planes[0], "kube-scheduler")
+    recovery.converged(target, check, "FAULT-3", namespace, batch,
+                       after="kube-scheduler was killed while the batch was being scheduled")
+
+
+@pytest.mark.requirement("FAULT-4")
+def test_claims_are_collected_when_the_controller_manager_crashes_during_deletion(
+        target: Target, check: Checks, namespace: str, worker: Node, kind_nodes: KindNodes) -> None:
+    api = target.api
+    start_served(target, check, "FAULT-4", namespace, worker)
+    for name in RUNNING:
+        api.delete("v1", "Pod", name, namespace)
+    faults.kill_component(kind_nodes.control_planes[0], "kube-controller-manager")
+    # The new pods need the deleted pods' devices back only if the worker is short of them; the
+    # oracle checks that the deleted pods' special claims are collected either way.
+    arrive(target, namespace, worker)
+    recovery.converged(target, check, "FAULT-4", namespace, ARRIVING,
+                       after="kube-controller-manager was killed while pods were deleted")
+
+
+@pytest.mark.requirement("FAULT-5")
+def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(target: Target, check: Checks,
+                                                                         namespace: str, worker: Node) -> None:
+    # A restart ends every process: only pods that restart their containers run again.
+    before = start_served(target, check, "FAULT-5", namespace, worker, restart="Always")
+    faults.restart_machine(target.api, worker)
+    after = f"node {worker.name} restarted"
+    served = recovery.converged(target, check, "FAULT-5", namespace, RUNNING, after=after)
+    with check("FAULT-5"):
+        kept = {s.name: (s.claim_uid, s.devices) for s in before}
+        now = {s.pod["metadata"]["name"]: (s.claim["metadata"]["uid"], allocated_devices(s.claim))
+               for s in served}
+        assert now == kept, f"after {after}, claims and devices changed: before {kept}, now {now}"
+    driver_setup.wait_published(target.api, target.profile)
+    arrive(target, namespace, worker)
+    recovery.converged(target, check, "FAULT-5", namespace, RUNNING + ARRIVING, after=after)
+
+
+@pytest.mark.requirement("FAULT-6")
+def test_service_goes_on_when_the_api_server_is_briefly_down(target: Target, check: Checks, namespace: str,
+                                                            worker: Node, kind_nodes: KindNodes) -> None:
+    before = start_served(target, check, "FAULT-6", namespace, worker)
+    faults.kill_component(kind_nodes.control_planes[0], "kube-apiserver")
+    after = "kube-apiserver was killed and came back"
+    wait_answering(target, after)
+    with check("FAULT-6"):
+        driver_setup.wait_published(target.api, target.profile)
+    arrive(target, namespace, worker)
+    survivors.check_unchanged(target, check, before, "FAULT-6", after)
+    recovery.converged(target, check, "FAULT-6", namespace, RUNNING + ARRIVING, after=after)
