@@ -46,7 +46,7 @@ unit: protos
 # Two tiers (docs/timings.md has what each costs, cold and warm):
 # - test (CI, every change; must pass cold in <= 60 min): unit tests, real-cluster tests of
 #   clusters/ and fake_driver/, and the conformance main and mixed stages, all on the default
-#   version only, so only that version's Kubernetes is built (hence no gate cycle or upgrade:
+#   version only, so only that version's Kubernetes is built (hence no faults, gate cycle or upgrade:
 #   they change a cluster in place and move it to another pinned version).
 # - conformance (nightly, and before resolving an issue that touches its stages): every pinned
 #   version, profile and stage (gate cycle, upgrade, ...).
