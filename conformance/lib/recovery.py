@@ -10,7 +10,8 @@ from __future__ import annotations
 from conformance.lib import driver_state, pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.scenario import Served
-from conformance.lib.special_claim import ANNOTATION, RESOURCE_API, allocated_devices, claims_owned_by
+from conformance.lib.survivors import Snapshot
+from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claim_status, claims_owned_by, is_special
 from kube.api import TRANSIENT_ERRORS, Api
 from kube.waits import wait_for
 
@@ -32,8 +33,7 @@ def converged(target, check: Checks, rid: str, namespace: str, names: list[str],
     served = [scenario.verify_served(target, check, pods.get(api, namespace, n), as_id=rid) for n in names]
     with check(rid):
         several = {s.pod["metadata"]["name"]: names for s in served
-                   if len(names := [c["metadata"]["name"] for c in claims_owned_by(api, s.pod)
-                                    if (c["metadata"].get("annotations") or {}).get(ANNOTATION) == "true"]) != 1}
+                   if len(names := [c["metadata"]["name"] for c in claims_owned_by(api, s.pod) if is_special(c)]) != 1}
         assert not several, f"after {after}, pods owning other than one special claim: {several}"
     with check(rid):
         shared = devices_in_two_claims(api)
@@ -45,6 +45,26 @@ def converged(target, check: Checks, rid: str, namespace: str, names: list[str],
                  transient=TRANSIENT_ERRORS)
     check_driver_holds_its_pods_claims(target, check, rid, served, after)
     return served
+
+
+def wait_restarted(target, check: Checks, rid: str, snaps: list[Snapshot], after: str, timeout: float = 300) -> None:
+    """`rid`: every container of the pods in `snaps` ran again after `after` (its restart count
+    went up and it is ready). Until then the pod's status still shows the containers from before,
+    and what they saw says nothing about the restart."""
+    api = target.api
+
+    def pending() -> list[str]:
+        waiting = []
+        for snap in snaps:
+            statuses = (api.get("v1", "Pod", snap.name, snap.namespace).get("status") or {}).get("containerStatuses") or []
+            if not statuses or any(s.get("restartCount", 0) <= snap.restarts.get(s["name"], 0) or not s.get("ready")
+                                   for s in statuses):
+                waiting.append(snap.name)
+        return waiting
+    with check(rid, stop=True):
+        wait_for(lambda: not pending(), timeout=timeout, interval=2, transient=TRANSIENT_ERRORS,
+                 what=f"the containers of {[s.name for s in snaps]} to run again after {after}",
+                 describe=lambda: "; ".join(pods.summary(api, s.namespace, s.name) for s in snaps if s.name in pending()))
 
 
 def devices_in_two_claims(api: Api) -> dict[str, list[str]]:
@@ -60,8 +80,7 @@ def orphaned_special_claims(api: Api, namespace: str) -> list[str]:
     """Special claims in the namespace whose owning pod (by uid) no longer exists."""
     live = {p["metadata"]["uid"] for p in api.list("v1", "Pod", namespace)}
     return [c["metadata"]["name"] for c in api.list(RESOURCE_API, "ResourceClaim", namespace)
-            if (c["metadata"].get("annotations") or {}).get(ANNOTATION) == "true"
-            and not {o.get("uid") for o in c["metadata"].get("ownerReferences") or []} & live]
+            if is_special(c) and not {o.get("uid") for o in c["metadata"].get("ownerReferences") or []} & live]
 
 
 def claims_of_pods_on(served: list[Served]) -> dict[str, set[str]]:
@@ -89,3 +108,17 @@ def check_driver_holds_its_pods_claims(target, check: Checks, rid: str, served: 
             wait_for(lambda: not mismatch(), timeout=120, interval=3,
                      what=f"the driver on {node} to hold prepared exactly its pods' claims after {after}",
                      describe=mismatch, transient=TRANSIENT_ERRORS)
+
+
+def claims_made_but_unnamed(api: Api, namespace: str) -> dict[str, str]:
+    """pod -> the special claims a scheduler made for it without getting as far as naming one in
+    the pod's status or binding the pod (PreBind creates the claim first): what a crash between
+    the two leaves behind."""
+    found = {}
+    for pod in api.list("v1", "Pod", namespace):
+        if pod["spec"].get("nodeName") or claim_status(pod):
+            continue
+        claims = [c["metadata"]["name"] for c in claims_owned_by(api, pod) if is_special(c)]
+        if claims:
+            found[pod["metadata"]["name"]] = ", ".join(claims)
+    return found

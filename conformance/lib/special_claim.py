@@ -18,6 +18,11 @@ EXACT_FIELDS = {"deviceClassName", "allocationMode", "count"}  # all a special c
 RESOURCE_API = "resource.k8s.io/v1"
 
 
+def is_special(claim: Obj) -> bool:
+    """Made by the scheduler for a pod's extended resources (not a user's claim)."""
+    return (claim["metadata"].get("annotations") or {}).get(ANNOTATION) == "true"
+
+
 def claim_status(pod: Obj) -> Obj | None:
     return (pod.get("status") or {}).get("extendedResourceClaimStatus")
 

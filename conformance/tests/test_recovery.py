@@ -1,0 +1,44 @@
+"""The fault stage's convergence oracle on objects as the API returns them (no cluster needed)."""
+from __future__ import annotations
+
+from conformance.lib import recovery
+from conformance.lib.special_claim import ANNOTATION
+
+
+def claim(namespace: str, name: str, owner_uid: str, devices: list[str], special: bool = True) -> dict:
+    return {"metadata": {"namespace": namespace, "name": name,
+                         "annotations": {ANNOTATION: "true"} if special else {},
+                         "ownerReferences": [{"uid": owner_uid, "controller": True}]},
+            "status": {"allocation": {"devices": {"results": [{"pool": "node-a", "device": d} for d in devices]}}}}
+
+
+def pod(name: str, uid: str, node: str | None = None, status: dict | None = None) -> dict:
+    return {"metadata": {"namespace": "ns", "name": name, "uid": uid}, "spec": {"nodeName": node} if node else {}, "status": status or {}}
+
+
+class Api:
+    """Lists of pods and claims, filtered by namespace as the real client does."""
+
+    def __init__(self, pods: list[dict], claims: list[dict]) -> None:
+        self.objects = {"Pod": pods, "ResourceClaim": claims}
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, **selectors: str) -> list[dict]:
+        return [o for o in self.objects[kind] if namespace is None or o["metadata"].get("namespace", "ns") == namespace]
+
+
+def test_a_device_in_two_claims_is_named_with_both() -> None:
+    api = Api([], [claim("a", "one", "u1", ["gpu-0", "gpu-1"]), claim("b", "two", "u2", ["gpu-1"])])
+    assert recovery.devices_in_two_claims(api) == {"node-a/gpu-1": ["a/one", "b/two"]}
+
+
+def test_only_special_claims_whose_pod_is_gone_are_orphans() -> None:
+    api = Api([pod("alive", "u1")], [claim("ns", "kept", "u1", []), claim("ns", "orphan", "gone", []),
+                                     claim("ns", "users-own", "gone", [], special=False)])
+    assert recovery.orphaned_special_claims(api, "ns") == ["orphan"]
+
+
+def test_a_claim_made_for_an_unbound_pod_that_does_not_name_it_is_left_behind() -> None:
+    api = Api([pod("made", "u1"), pod("named", "u2", status={"extendedResourceClaimStatus": {"resourceClaimName": "c2"}}),
+               pod("bound", "u3", node="node-a"), pod("nothing-yet", "u4")],
+              [claim("ns", "c1", "u1", []), claim("ns", "c2", "u2", []), claim("ns", "c3", "u3", [])])
+    assert recovery.claims_made_but_unnamed(api, "ns") == {"made": "c1"}
