@@ -44,4 +44,4 @@ def restart_machine(api: Api, node: Node) -> None:
     namespace's routes are gone; the files (kubelet state, CNI configuration) stay. The routes to
     other nodes' pod networks are put back as the cluster's network setup made them."""
     run(["docker", "restart", node.name], timeout=120)
-    network.install(api)
+    network.install(api, [n["metadata"]["name"] for n in api.list("v1", "Node")])

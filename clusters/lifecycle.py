@@ -135,7 +135,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     try:
         _create_with_retry(spec, kubeconfig, node_image, config_path)
         progress(f"{spec.name}: installing pod network")
-        network.install(Api(kubeconfig), evidence=state_dir() / "failed" / f"{spec.name}-cni-{time.strftime('%H%M%S')}")
+        network.install(Api(kubeconfig), cluster.nodes())
         cluster.wait_nodes_ready()
         cluster.load_images(images.workload, images.driver)
     except BaseException as err:
