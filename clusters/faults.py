@@ -17,16 +17,26 @@ from kube.api import Api
 PID_TEMPLATE = "{{.info.pid}}"
 
 
-def kill_containers(node: Node, *crictl_filter: str) -> list[str]:
-    """SIGKILL the main process of every running container `crictl ps FILTER` lists on the node
-    (e.g. --name '^kube-scheduler$', or --label io.kubernetes.pod.uid=UID); their IDs."""
+def main_pids(node: Node, *crictl_filter: str) -> list[str]:
+    """The main process of every running container `crictl ps FILTER` lists on the node (e.g.
+    --name '^kube-scheduler$', or --label io.kubernetes.pod.uid=UID), as the node sees it."""
     filters = " ".join(shlex.quote(f) for f in crictl_filter)
     ids = node.sh(f"crictl ps --state running -q {filters}").split()
     if not ids:
         raise CommandError(f"no running container matches `crictl ps {filters}` on {node.name}")
-    for cid in ids:
-        node.sh(f"kill -KILL $(crictl inspect --output go-template --template '{PID_TEMPLATE}' {cid})")
-    return ids
+    return [node.sh(f"crictl inspect --output go-template --template '{PID_TEMPLATE}' {cid}").strip() for cid in ids]
+
+
+def kill(node: Node, pids: list[str]) -> None:
+    """SIGKILL: no chance to clean up. One command, so that a test can aim it at a moment."""
+    node.sh(f"kill -KILL {' '.join(pids)}")
+
+
+def kill_containers(node: Node, *crictl_filter: str) -> list[str]:
+    """SIGKILL the main process of every container main_pids() finds; their pids."""
+    pids = main_pids(node, *crictl_filter)
+    kill(node, pids)
+    return pids
 
 
 def kill_component(node: Node, component: str) -> list[str]:

@@ -13,15 +13,18 @@ class Node:
 
     def sh(self, script: str, input: str | None = None, timeout: float = 600) -> str:
         self.scripts.append(script)
-        return self.running if script.startswith("crictl ps") else ""
+        if script.startswith("crictl ps"):
+            return self.running
+        return f"{100 + len(self.scripts)}\n" if script.startswith("crictl inspect") else ""
 
 
 def test_every_matching_container_gets_sigkill_through_its_main_process() -> None:
     node = Node("abc\ndef\n")
-    assert faults.kill_component(node, "kube-scheduler") == ["abc", "def"]
+    assert faults.kill_component(node, "kube-scheduler") == ["102", "103"]
     assert node.scripts[0] == "crictl ps --state running -q --name '^kube-scheduler$'"
-    assert all("kill -KILL $(crictl inspect --output go-template --template '{{.info.pid}}'" in s
-               for s in node.scripts[1:]) and len(node.scripts) == 3
+    assert node.scripts[1:3] == [f"crictl inspect --output go-template --template '{{{{.info.pid}}}}' {cid}"
+                                 for cid in ("abc", "def")]
+    assert node.scripts[3:] == ["kill -KILL 102 103"]
 
 
 def test_a_pods_containers_are_found_by_its_uid() -> None:

@@ -11,7 +11,7 @@ from conformance.lib import driver_state, pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.scenario import Served
 from conformance.lib.survivors import Snapshot
-from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claim_status, claims_owned_by, is_special
+from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claims_owned_by, is_special
 from kube.api import TRANSIENT_ERRORS, Api
 from kube.waits import wait_for
 
@@ -110,13 +110,12 @@ def check_driver_holds_its_pods_claims(target, check: Checks, rid: str, served: 
                      describe=mismatch, transient=TRANSIENT_ERRORS)
 
 
-def claims_made_but_unnamed(api: Api, namespace: str) -> dict[str, str]:
-    """pod -> the special claims a scheduler made for it without getting as far as naming one in
-    the pod's status or binding the pod (PreBind creates the claim first): what a crash between
-    the two leaves behind."""
+def unbound_pods_with_special_claims(api: Api, namespace: str) -> dict[str, str]:
+    """pod -> its special claims, for pods not bound to a node: what a scheduler that crashed in
+    PreBind (which makes the claim, then names it in the pod's status) leaves behind."""
     found = {}
     for pod in api.list("v1", "Pod", namespace):
-        if pod["spec"].get("nodeName") or claim_status(pod):
+        if pod["spec"].get("nodeName"):
             continue
         claims = [c["metadata"]["name"] for c in claims_owned_by(api, pod) if is_special(c)]
         if claims:

@@ -37,8 +37,8 @@ def test_only_special_claims_whose_pod_is_gone_are_orphans() -> None:
     assert recovery.orphaned_special_claims(api, "ns") == ["orphan"]
 
 
-def test_a_claim_made_for_an_unbound_pod_that_does_not_name_it_is_left_behind() -> None:
+def test_special_claims_of_unbound_pods_are_what_a_crash_in_prebind_leaves() -> None:
     api = Api([pod("made", "u1"), pod("named", "u2", status={"extendedResourceClaimStatus": {"resourceClaimName": "c2"}}),
                pod("bound", "u3", node="node-a"), pod("nothing-yet", "u4")],
               [claim("ns", "c1", "u1", []), claim("ns", "c2", "u2", []), claim("ns", "c3", "u3", [])])
-    assert recovery.claims_made_but_unnamed(api, "ns") == {"made": "c1"}
+    assert recovery.unbound_pods_with_special_claims(api, "ns") == {"made": "c1", "named": "c2"}
