@@ -11,7 +11,7 @@ from conformance.lib import driver_state, pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.scenario import Served
 from conformance.lib.survivors import Snapshot
-from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claims_owned_by, is_special
+from conformance.lib.special_claim import RESOURCE_API, allocated_devices, is_special, special_claims_of
 from kube.api import TRANSIENT_ERRORS, Api
 from kube.waits import wait_for
 
@@ -24,16 +24,14 @@ def converged(target, check: Checks, rid: str, namespace: str, names: list[str],
     """Check `rid`: after `after` (e.g. 'the scheduler was killed'), the named pods and the
     cluster's claims and driver state are as if nothing had happened; the pods as served."""
     api = target.api
-    def not_running() -> list[str]:
-        return [n for n in names if (pods.get(api, namespace, n).get("status") or {}).get("phase") != "Running"]
     with check(rid, stop=True):
-        wait_for(lambda: not not_running(), timeout=timeout, interval=2, transient=TRANSIENT_ERRORS,
-                 what=f"pods {names} Running after {after}",
-                 describe=lambda: "; ".join(pods.summary(api, namespace, n) for n in not_running()))
+        wait_for(lambda: not not_running(api, namespace, names), timeout=timeout, interval=2,
+                 transient=TRANSIENT_ERRORS, what=f"pods {names} Running after {after}",
+                 describe=lambda: "; ".join(pods.summary(api, namespace, n) for n in not_running(api, namespace, names)))
     served = [scenario.verify_served(target, check, pods.get(api, namespace, n), as_id=rid) for n in names]
     with check(rid):
-        several = {s.pod["metadata"]["name"]: names for s in served
-                   if len(names := [c["metadata"]["name"] for c in claims_owned_by(api, s.pod) if is_special(c)]) != 1}
+        several = {s.pod["metadata"]["name"]: owned for s in served
+                   if len(owned := special_claims_of(api, s.pod)) != 1}
         assert not several, f"after {after}, pods owning other than one special claim: {several}"
     with check(rid):
         shared = devices_in_two_claims(api)
@@ -45,6 +43,11 @@ def converged(target, check: Checks, rid: str, namespace: str, names: list[str],
                  transient=TRANSIENT_ERRORS)
     check_driver_holds_its_pods_claims(target, check, rid, served, after)
     return served
+
+
+def not_running(api: Api, namespace: str, names: list[str]) -> list[str]:
+    """The named pods whose phase is not Running."""
+    return [n for n in names if (pods.get(api, namespace, n).get("status") or {}).get("phase") != "Running"]
 
 
 def wait_restarted(target, check: Checks, rid: str, snaps: list[Snapshot], after: str, timeout: float = 300) -> None:
@@ -117,7 +120,7 @@ def unbound_pods_with_special_claims(api: Api, namespace: str) -> dict[str, str]
     for pod in api.list("v1", "Pod", namespace):
         if pod["spec"].get("nodeName"):
             continue
-        claims = [c["metadata"]["name"] for c in claims_owned_by(api, pod) if is_special(c)]
+        claims = special_claims_of(api, pod)
         if claims:
             found[pod["metadata"]["name"]] = ", ".join(claims)
     return found

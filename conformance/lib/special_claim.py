@@ -41,6 +41,11 @@ def claims_owned_by(api: Api, pod: Obj) -> list[Obj]:
             if any(o.get("uid") == uid and o.get("controller") for o in c["metadata"].get("ownerReferences") or [])]
 
 
+def special_claims_of(api: Api, pod: Obj) -> list[str]:
+    """Names of the special claims the pod owns (one, once it is scheduled)."""
+    return [c["metadata"]["name"] for c in claims_owned_by(api, pod) if is_special(c)]
+
+
 def expected_requests(pod: Obj, resource_to_class: dict[str, str]) -> dict[tuple[str, str], int]:
     """(container, resource name) -> count for every DRA-backed name each container requests."""
     wanted: dict[tuple[str, str], int] = {}

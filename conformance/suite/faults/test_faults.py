@@ -103,13 +103,11 @@ def test_a_batch_is_served_when_the_scheduler_crashes_while_binding(target: Targ
     record_property("unbound pods with special claims after the crash", json.dumps(left))
     after = "kube-scheduler was killed while the batch was being scheduled"
 
-    def waiting() -> list[str]:
-        return [n for n in batch if (pods.get(api, namespace, n).get("status") or {}).get("phase") != "Running"]
     try:
-        wait_for(lambda: not waiting(), timeout=PROMPT, interval=2, transient=TRANSIENT_ERRORS,
-                 what=f"the batch Running after {after}")
+        wait_for(lambda: not recovery.not_running(api, namespace, batch), timeout=PROMPT, interval=2,
+                 transient=TRANSIENT_ERRORS, what=f"the batch Running after {after}")
     except WaitTimeout:
-        stalled = waiting()
+        stalled = recovery.not_running(api, namespace, batch)
         if not (left and set(stalled) <= set(left)):
             with check("FAULT-3", stop=True):
                 raise AssertionError(f"after {after}, pods {stalled} are not Running after {PROMPT} s: "
