@@ -1,7 +1,7 @@
 """`python -m conformance.bench` (`make bench`): three ways to get a GPU, side by side in one run.
 
-On a `mixed` kind cluster whose fake driver publishes --devices GPUs per node (one DRA node, one
-device-plugin node), batches of --pods one-GPU pods are created at once for each mechanism:
+On a `mixed` kind cluster whose fake driver publishes as many GPUs per node as --pods (one DRA
+node, one device-plugin node), batches of --pods one-GPU pods are created at once for each mechanism:
   - `dra-extended`: the extended resource name, served by DRA on the DRA node (KEP-5004);
   - `device-plugin`: the same name, served by the device plugin on the other node;
   - `claim-template`: an ordinary ResourceClaimTemplate of the same DeviceClass, DRA node.
@@ -119,8 +119,9 @@ def run_batch(api: Api, ns: str, profile: Profile, podwatch: PodWatch, mechanism
 
 def summarise(batches: list[Batch]) -> dict:
     per = {m: [b for b in batches if b.mechanism == m] for m in MECHANISMS}
-    latency = {m: statistics.median(x for b in bs for x in b.latencies) for m, bs in per.items()}
-    p90 = {m: statistics.quantiles([x for b in bs for x in b.latencies], n=10)[-1] for m, bs in per.items()}
+    pooled = {m: [x for b in bs for x in b.latencies] for m, bs in per.items()}
+    latency = {m: statistics.median(xs) for m, xs in pooled.items()}
+    p90 = {m: statistics.quantiles(xs, n=10)[-1] for m, xs in pooled.items()}
     throughput = {m: statistics.median(b.pods_per_s for b in bs) for m, bs in per.items()}
     base = "device-plugin"
     return {"bound_to_running_median_s": latency, "bound_to_running_p90_s": p90, "pods_bound_per_s": throughput,
