@@ -58,8 +58,10 @@ test: lint images
 	$(PY) -m pytest -q --k8s-versions $(DEFAULT_VERSION) $(PYTEST_ARGS)
 	$(PY) -m conformance.run --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) --no-faults --no-gate-cycle --no-upgrade $(ARGS)
 
+# JOBS versions at once, each with its own clusters (docs/timings.md measures 1 against 3).
+JOBS ?= 3
 conformance: images
-	$(PY) -m conformance.run --profile $(PROFILES) $(ARGS)
+	$(PY) -m conformance.run --profile $(PROFILES) --jobs $(JOBS) $(ARGS)
 
 # A vendor's certification rehearsed on kind (driver installed by hand, restricted ServiceAccount,
 # in-cluster Job, hydrophone): the verdicts of every way must agree. Default version only.

@@ -34,6 +34,7 @@ from clusters.shell import CommandError
 from clusters.topology import ClusterSpec, TopologyError, feature_gates, parse_gates
 from clusters.versions import KubeVersion, UnknownVersionError, resolve, supported_versions, upgrade_partner
 from conformance.cli import guarded
+from conformance.fanout import Fanout
 from conformance.invocation import prog
 from conformance.lib import cleanup, driver_setup, permissions, preflight, profile as profiles
 from conformance.report import coverage, summary
@@ -314,19 +315,35 @@ def report_name(spec: ClusterSpec, profile: profiles.Profile, first: bool) -> st
     return spec.name if first else f"{spec.name}-{profile.name}"
 
 
+def report_dirs(args: argparse.Namespace, version: KubeVersion, gates: dict[str, bool],
+                chosen: list[tuple[str, profiles.Profile]]) -> list[Path]:
+    """The report directories of one version, one per profile."""
+    main = ClusterSpec("dra", version, gates=gates)
+    return [args.out / report_name(main, profile, i == 0) for i, (_, profile) in enumerate(chosen)]
+
+
+def write_coverage(args: argparse.Namespace, outs: list[Path]) -> None:
+    """coverage.md: every requirement's verdict side by side for these report directories."""
+    summaries = [json.loads((o / "summary.json").read_text()) for o in outs if (o / "summary.json").exists()]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "coverage.md").write_text(coverage.table(summaries))
+
+
 def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]) -> int:
     # What the user typed is judged first, then what the host lacks, all before a report exists.
     gates = parse_gates(args.feature_gates)
     versions = [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions()
     require_engine()
     images = BuiltImages.load()
+    if args.jobs > 1 and len(versions) > 1:
+        return versions_at_once(args, versions, gates, chosen)
     passed = True
     outs: list[Path] = []
     for version in versions:
         main = ClusterSpec("dra", version, gates=gates)
         reports = []
-        for i, (arg, profile) in enumerate(chosen):
-            out = fresh(args.out / report_name(main, profile, i == 0))
+        for (arg, profile), out in zip(chosen, report_dirs(args, version, gates, chosen)):
+            out = fresh(out)
             # The gate as the kind config sets it: switched on where the version's default is off.
             gate = feature_gates(main).get(DRAExtendedResource)
             reports.append(Report(profile, arg, out, base_context(out.name, profile, version.tag, gate),
@@ -342,9 +359,26 @@ def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]
         finally:  # after an interrupt too: the partial summary shows the interrupted stage
             for report in reports:
                 finish(report)
-            (args.out / "coverage.md").write_text(coverage.table([json.loads((o / "summary.json").read_text())
-                                                                   for o in outs]))
+            write_coverage(args, outs)
     return 0 if passed else 1
+
+
+def versions_at_once(args: argparse.Namespace, versions: list[KubeVersion], gates: dict[str, bool],
+                     chosen: list[tuple[str, profiles.Profile]]) -> int:
+    """--jobs N: each version's run (all its stages, one after the other, as without --jobs) in a
+    child process, N at a time. Versions have clusters of their own names, so they never meet;
+    what they share is the host's cores, hence the waits' deadlines are what keeps them honest."""
+    log(f"running {len(versions)} versions, {args.jobs} at a time; each line names its version")
+    # The later --k8s-versions and --jobs win over what the user gave.
+    commands = {v.tag: [sys.executable, "-u", "-m", "conformance.run", *args.argv, "--k8s-versions", v.tag,
+                        "--jobs", "1", "--out", str(args.out)] for v in versions}
+    try:
+        # Our working directory, so that relative paths in the arguments (a profile file) still hold.
+        codes = Fanout(args.jobs, Path.cwd(), log).run(commands)
+    finally:  # also after an interrupt: what finished or was cut short is in the table
+        write_coverage(args, [o for v in versions for o in report_dirs(args, v, gates, chosen)])
+    log("exit codes: " + ", ".join(f"{v} {c}" for v, c in codes.items()))
+    return 0 if all(c == 0 for c in codes.values()) else 1
 
 
 def on_existing(args: argparse.Namespace, arg: str, profile: profiles.Profile) -> int:
@@ -398,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k8s-versions", default="", help="kind mode: comma-separated versions (default: all pinned)")
     p.add_argument("--feature-gates", default="", help="kind mode: gate overrides, e.g. DRAExtendedResource=false")
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="kind mode: run this many versions at once, each in its own process and clusters")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
     p.add_argument("--no-mixed", action="store_true", help="skip the mixed device-plugin/DRA stage")
     p.add_argument("--no-faults", action="store_true",
@@ -412,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="keep each test's namespace (its pods keep their devices: later tests may starve)")
     p.add_argument("--out", type=Path, default=REPORTS_DIR, help="report directory")
     args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # --jobs hands it on to each version's run
+    if args.jobs < 1:
+        p.error("--jobs must be at least 1")
     # The suite's pytest runs in REPO_ROOT: paths given relative to here must not move with it.
     args.out = args.out.absolute()
     args.kubeconfig = args.kubeconfig and args.kubeconfig.absolute()

@@ -42,6 +42,7 @@ def kind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
         return True
 
     monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({})))
+    monkeypatch.setattr(run, "require_engine", lambda: None)
     monkeypatch.setattr(lifecycle, "ensure", ensure)
     monkeypatch.setattr(lifecycle, "delete", lambda name: state["deleted"].append(name))
     monkeypatch.setattr(run, "install_and_check_driver", install)
@@ -157,3 +158,22 @@ def _running_in_group(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] != "Z":
             found.append(int(stat.parent.name))
     return found
+
+
+def test_jobs_hands_each_version_to_a_run_of_its_own_and_fails_when_one_fails(kind, monkeypatch):
+    handed: dict[str, list[str]] = {}
+
+    def fan_out(self, commands):
+        handed.update(commands)
+        return {"v1.37.2": 0, "v1.36.3": 1}
+
+    monkeypatch.setattr(run.Fanout, "run", fan_out)
+    monkeypatch.chdir(kind["out"])
+    args = ["--k8s-versions", "1.37,1.36", "--jobs", "2", "--no-mixed", "--out", "rel"]
+    assert run.main(args) == 1
+    assert sorted(handed) == ["v1.36.3", "v1.37.2"]
+    # The user's arguments, then this version alone, one job, the report root made absolute.
+    assert handed["v1.36.3"][-len(args) - 6:] == [*args, "--k8s-versions", "v1.36.3", "--jobs", "1",
+                                                    "--out", str(Path("rel").absolute())]
+    assert kind["clusters"] == [], "the parent makes no cluster itself"
+    assert (Path("rel") / "coverage.md").exists()
