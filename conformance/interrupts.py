@@ -6,24 +6,33 @@ driver is deployed, and while tests run; once with SIGINT to its whole process g
 terminal) and once with SIGTERM to the runner alone (`kill`, a cancelled CI job). Each trial
 passes only if the run exits non-zero, leaves no kind node container (hence no cluster,
 namespace or DeviceClass of it) behind, and writes a summary whose stage list says where it
-was interrupted. The table is printed and written to <out>/interrupts.md.
+was interrupted.
+
+The build comes before any report: `make images` in a copy of the checkout whose driver differs
+by a comment (so its image is really rebuilt) is stopped while the image is built, by SIGINT
+and by SIGTERM to its process group (a terminal, a CI runner cancelling the job). It passes if
+make exits non-zero, no container or build directory is left, and the next build succeeds.
+The table is printed and written to <out>/interrupts.md.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from clusters.nodes import KIND_CLUSTER_LABEL
-from clusters.paths import REPORTS_DIR, REPO_ROOT
+from clusters.paths import REPORTS_DIR, REPO_ROOT, cache_root
 from clusters.shell import run
-from clusters.versions import default_version
+from clusters.images import BuiltImages, ImagesMissingError
+from clusters.versions import default_version, supported_versions
 from conformance.cli import guarded
 from conformance.invocation import prog
 
@@ -33,8 +42,12 @@ POINTS: dict[str, tuple[str, float]] = {
     "deploying the driver": ("deploying the fake driver", 2),
     "in a test": ("stage parallel", 30),
 }
+# make conformance runs versions at once (--jobs): each child must clean up when its parent is stopped.
+AT_ONCE = "in a test, two versions at once"
 # signal -> who gets it: a terminal's Ctrl-C reaches the whole foreground process group, `kill` one process
 SIGNALS = {"SIGINT to the group": (signal.SIGINT, True), "SIGTERM to the runner": (signal.SIGTERM, False)}
+BUILD_POINT = "building an image"
+BUILD_SIGNALS = {"SIGINT to the group": signal.SIGINT, "SIGTERM to the group": signal.SIGTERM}
 
 
 @dataclass(frozen=True)
@@ -43,7 +56,7 @@ class Trial:
     how: str
     exit: int | None
     leftovers: list[str]
-    interrupted_stage: str | None
+    interrupted_stage: str | None  # what the summary marks; for the build, whether the next build passed
     seconds: float
 
     @property
@@ -59,21 +72,36 @@ def kind_containers() -> list[str]:
     return run(["docker", "ps", "-a", "--filter", f"label={KIND_CLUSTER_LABEL}", "--format", "{{.Names}}"]).split()
 
 
+def all_containers() -> set[str]:
+    return set(run(["docker", "ps", "-a", "--format", "{{.ID}} {{.Image}}"]).splitlines())
+
+
+def build_dirs() -> set[Path]:
+    """The image builders' temporary build contexts."""
+    work = cache_root() / "work"
+    return set(work.iterdir()) if work.is_dir() else set()
+
+
 def interrupted_stage(out: Path) -> str | None:
-    """The stage the summary marks as interrupted (any report directory of the run)."""
-    for summary in out.glob("*/summary.json"):
-        for stage in json.loads(summary.read_text())["context"].get("stages", []):
-            if stage.get("error") == "interrupted" or (stage.get("exit") or 0) < 0:
-                return stage["stage"]
-    return None
+    """The stage each summary of the run marks as interrupted; None when there is no summary or
+    one of them marks none."""
+    marks = []
+    for summary in sorted(out.glob("*/summary.json")):
+        stages = json.loads(summary.read_text())["context"].get("stages", [])
+        cut = [s["stage"] for s in stages if s.get("error") == "interrupted" or (s.get("exit") or 0) < 0]
+        if not cut:
+            return None
+        marks.append(f"{summary.parent.name}: {cut[0]}")
+    return "; ".join(marks) or None
 
 
-def trial(point: str, how: str, out: Path, version: str) -> Trial:
+def trial(point: str, how: str, out: Path, versions: list[str]) -> Trial:
     marker, delay = POINTS[point]
     sig, group = SIGNALS[how]
     out.mkdir(parents=True, exist_ok=True)
     log = (out / "run.log").open("w")
-    cmd = [sys.executable, "-u", "-m", "conformance.run", "--k8s-versions", version, "--profile", "fake-gpu",
+    cmd = [sys.executable, "-u", "-m", "conformance.run", "--k8s-versions", ",".join(versions),
+           "--jobs", str(len(versions)), "--profile", "fake-gpu",
            "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--out", str(out)]
     start = time.monotonic()
     runner = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -87,16 +115,72 @@ def trial(point: str, how: str, out: Path, version: str) -> Trial:
         os.killpg(runner.pid, signal.SIGKILL)
         code = None
     print(f"[interrupts] {point}, {how}: exit {code} after {time.monotonic() - start:.0f} s", file=sys.stderr)
-    return Trial(point, how, code if reached else None, kind_containers(), interrupted_stage(out),
-                 time.monotonic() - start)
+    return Trial(point if len(versions) == 1 else AT_ONCE, how, code if reached else None, kind_containers(),
+                 interrupted_stage(out), time.monotonic() - start)
+
+
+def build_trial(how: str, out: Path, version: str) -> Trial:
+    sig = BUILD_SIGNALS[how]
+    checkout = out / "checkout"
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(checkout, ignore_errors=True)
+    shutil.copytree(REPO_ROOT, checkout, ignore=shutil.ignore_patterns(".git", "reports", "__pycache__"))
+    with (checkout / "fake_driver" / "__init__.py").open("a") as f:
+        f.write(f"# interrupt trial {time.time()}: a different driver image\n")
+    containers, dirs = all_containers(), build_dirs()
+    cmd = ["make", "--no-print-directory", "images", f"VERSIONS={version}"]
+    start = time.monotonic()
+    with (out / "build.log").open("w") as log:
+        # SIGINT as a terminal gives it (we may run from a background shell, which ignores it).
+        make = subprocess.Popen(cmd, cwd=checkout, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "PYTHONPATH": str(checkout)},
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # The driver's build context appears once its image is being assembled.
+    reached = _wait_for(lambda: any(d.name.startswith("driver.") for d in build_dirs() - dirs), make, timeout=600)
+    if reached:
+        time.sleep(1)
+        os.killpg(make.pid, sig)
+    try:
+        code = make.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(make.pid, signal.SIGKILL)
+        code = None
+    time.sleep(2)  # what the signal stopped has gone by now, or it was left behind
+    leftovers = [f"container {c}" for c in sorted(all_containers() - containers)] + \
+                [f"build dir {d.name}" for d in sorted(build_dirs() - dirs)]
+    print(f"[interrupts] {BUILD_POINT}, {how}: exit {code} after {time.monotonic() - start:.0f} s; "
+          "building again", file=sys.stderr)
+    with (out / "rebuild.log").open("w") as log:
+        rebuilt = subprocess.run(cmd, cwd=checkout, stdout=log, stderr=subprocess.STDOUT,
+                                 env={**os.environ, "PYTHONPATH": str(checkout)}).returncode == 0
+    shutil.rmtree(checkout, ignore_errors=True)
+    return Trial(BUILD_POINT, how, code if reached else None, leftovers,
+                 "next build passed" if rebuilt else None, time.monotonic() - start)
+
+
+def second_built_version(version: str) -> str | None:
+    """Another pinned version whose node image is built, for the versions-at-once trials."""
+    images = BuiltImages.load()
+    for other in supported_versions():
+        if other.tag != version:
+            try:
+                images.node(other)
+                return other.tag
+            except ImagesMissingError:
+                continue
+    return None
 
 
 def _wait_for_line(path: Path, marker: str, process: subprocess.Popen, timeout: float) -> bool:
+    return _wait_for(lambda: marker in path.read_text(errors="replace"), process, timeout)
+
+
+def _wait_for(reached: Callable[[], bool], process: subprocess.Popen, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
-        if marker in path.read_text(errors="replace"):
+        if reached():
             return True
-        time.sleep(0.5)
+        time.sleep(0.2)
     return False
 
 
@@ -111,9 +195,16 @@ def main(argv: list[str] | None = None) -> int:
               "their containers would count as leftovers; delete them first (python -m clusters down --all)",
               file=sys.stderr)
         return 2
-    trials = [trial(point, how, args.out / f"{i}", args.k8s_version)
-              for i, (point, how) in enumerate((pt, h) for pt in POINTS for h in SIGNALS)]
-    table = "\n".join(["| stopped while | how | exit | kind containers left | summary marks | result | time |",
+    trials = [build_trial(how, args.out / f"build-{i}", args.k8s_version) for i, how in enumerate(BUILD_SIGNALS)]
+    trials += [trial(point, how, args.out / f"{i}", [args.k8s_version])
+               for i, (point, how) in enumerate((pt, h) for pt in POINTS for h in SIGNALS)]
+    second = second_built_version(args.k8s_version)
+    if second:
+        trials += [trial("in a test", how, args.out / f"at-once-{i}", [args.k8s_version, second])
+                   for i, how in enumerate(SIGNALS)]
+    else:
+        print(f"[interrupts] {AT_ONCE}: not run, no second pinned version is built (make images)", file=sys.stderr)
+    table = "\n".join(["| stopped while | how | exit | left behind | summary marks (build: next build) | result | time |",
                        "|---|---|---|---|---|---|---|", *(t.row() for t in trials)])
     (args.out / "interrupts.md").write_text(table + "\n")
     print(table)
