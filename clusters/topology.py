@@ -34,13 +34,17 @@ class ClusterSpec:
     topology: str
     version: KubeVersion
     gates: dict[str, bool] = field(default_factory=dict)
+    # What the cluster is for, when not the conformance job's own (soak): a name of its own, so
+    # that it can exist next to the job's cluster of the same topology and version.
+    purpose: str = ""
 
     @property
     def name(self) -> str:
         # Gate overrides make a different cluster, so they get a different name.
         gates = ",".join(f"{k}={v}" for k, v in sorted(self.gates.items()))
         tag = f"-g{hashlib.sha256(gates.encode()).hexdigest()[:6]}" if gates else ""
-        return f"kep5004-{self.topology}-{self.version.major}{self.version.minor}{tag}"
+        purpose = f"{self.purpose}-" if self.purpose else ""
+        return f"kep5004-{purpose}{self.topology}-{self.version.major}{self.version.minor}{tag}"
 
 
 def parse_gates(text: str) -> dict[str, bool]:

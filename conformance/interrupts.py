@@ -4,7 +4,7 @@ Starts the conformance job (default version, first profile, main stages) again a
 stops it at a different point each time: while its kind cluster is being created, while the
 driver is deployed, and while tests run; once with SIGINT to its whole process group (Ctrl-C in a
 terminal) and once with SIGTERM to the runner alone (`kill`, a cancelled CI job). Each trial
-passes only if the run exits non-zero, leaves no kind node container (hence no cluster,
+passes only if the run exits non-zero, leaves no new kind node container (hence no cluster,
 namespace or DeviceClass of it) behind, and writes a summary whose stage list says where it
 was interrupted.
 
@@ -31,8 +31,10 @@ from pathlib import Path
 from clusters.nodes import KIND_CLUSTER_LABEL
 from clusters.paths import REPORTS_DIR, REPO_ROOT, cache_root
 from clusters.shell import run
+from clusters import lifecycle
 from clusters.images import BuiltImages, ImagesMissingError
-from clusters.versions import default_version, supported_versions
+from clusters.topology import ClusterSpec
+from clusters.versions import default_version, resolve, supported_versions
 from conformance.cli import guarded
 from conformance.invocation import prog
 
@@ -103,7 +105,7 @@ def trial(point: str, how: str, out: Path, versions: list[str]) -> Trial:
     cmd = [sys.executable, "-u", "-m", "conformance.run", "--k8s-versions", ",".join(versions),
            "--jobs", str(len(versions)), "--profile", "fake-gpu",
            "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--out", str(out)]
-    start = time.monotonic()
+    start, before = time.monotonic(), set(kind_containers())  # a soak may run next to us
     runner = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     reached = _wait_for_line(out / "run.log", marker, runner, timeout=900)
     if reached:
@@ -115,7 +117,8 @@ def trial(point: str, how: str, out: Path, versions: list[str]) -> Trial:
         os.killpg(runner.pid, signal.SIGKILL)
         code = None
     print(f"[interrupts] {point}, {how}: exit {code} after {time.monotonic() - start:.0f} s", file=sys.stderr)
-    return Trial(point if len(versions) == 1 else AT_ONCE, how, code if reached else None, kind_containers(),
+    return Trial(point if len(versions) == 1 else AT_ONCE, how, code if reached else None,
+                 sorted(set(kind_containers()) - before),
                  interrupted_stage(out), time.monotonic() - start)
 
 
@@ -190,15 +193,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k8s-version", default=default_version().tag)
     p.add_argument("--out", type=Path, default=REPORTS_DIR / "interrupts")
     args = p.parse_args(argv)
-    if kind_containers():
-        print(f"{prog('conformance.interrupts')}: error: kind clusters exist already ({', '.join(kind_containers())}): "
-              "their containers would count as leftovers; delete them first (python -m clusters down --all)",
-              file=sys.stderr)
+    second = second_built_version(args.k8s_version)
+    # The runs would reuse and then delete a cluster of the names they use: refuse to touch those.
+    ours = [ClusterSpec("dra", resolve(v)).name for v in (args.k8s_version, second) if v]
+    clash = sorted(set(lifecycle.existing_clusters()) & set(ours))
+    if clash:
+        print(f"{prog('conformance.interrupts')}: error: the trials make and delete cluster(s) {', '.join(clash)}, "
+              "which exist already: delete them first (python -m clusters down NAME)", file=sys.stderr)
         return 2
     trials = [build_trial(how, args.out / f"build-{i}", args.k8s_version) for i, how in enumerate(BUILD_SIGNALS)]
     trials += [trial(point, how, args.out / f"{i}", [args.k8s_version])
                for i, (point, how) in enumerate((pt, h) for pt in POINTS for h in SIGNALS)]
-    second = second_built_version(args.k8s_version)
     if second:
         trials += [trial("in a test", how, args.out / f"at-once-{i}", [args.k8s_version, second])
                    for i, how in enumerate(SIGNALS)]

@@ -1,6 +1,7 @@
 """`python -m conformance.soak` (`make soak N=10`): how often does each test fail on a healthy cluster?
 
-Makes one kind cluster of the default version (topology `dra`), then runs the main stages of the
+Makes one kind cluster of the default version (topology `dra`, named for the soak so that it
+can run next to the conformance job or the interrupt trials), then runs the main stages of the
 suite N times against it (the runner's existing-cluster mode, the fake driver installed each
 time), and writes a per-test table: passes, failures and the flake rate (a test that both passed
 and failed is flaky; one that always failed is broken, not flaky). A flake is a defect to find,
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     version = resolve(args.k8s_version)  # what the user typed first: a mistake stops us before anything is made
     load(args.profile)
     require_engine()
-    cluster = lifecycle.ensure(ClusterSpec("dra", version), BuiltImages.load())
+    cluster = lifecycle.ensure(ClusterSpec("dra", version, purpose="soak"), BuiltImages.load())
     started, codes = time.monotonic(), defaultdict(int)
     try:
         for i in range(args.runs):

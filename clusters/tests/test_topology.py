@@ -73,6 +73,7 @@ def test_config_hash_changes_with_config_and_image() -> None:
 def test_cluster_names_differ_per_topology_and_version() -> None:
     assert ClusterSpec("dra", V137).name == "kep5004-dra-137"
     assert ClusterSpec("mixed", V136).name == "kep5004-mixed-136"
+    assert ClusterSpec("dra", V137, purpose="soak").name == "kep5004-soak-dra-137"
 
 
 def test_gate_overrides_parse_and_name_the_cluster() -> None:
