@@ -12,7 +12,7 @@ VERSIONS ?=
 # The CI tier (make test) builds and runs only the default pinned version.
 DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEFAULT)
 
-.PHONY: venv lint protos host toolchain images unit test conformance selfcheck interrupts soak vendor-check bench clean-clusters
+.PHONY: venv lint protos host toolchain images unit test conformance selfcheck interrupts soak vendor-check bench scale-bench clean-clusters
 
 venv: $(DEPS_STAMP)
 # Only the dependencies go into the shared venv; the project itself always runs from this
@@ -88,6 +88,12 @@ soak: images
 # Side-by-side measurements (DRA vs device plugin) on a mixed kind cluster; prints ratios.
 bench: images
 	$(PY) -m conformance.bench $(ARGS)
+
+# Scheduling at scale: kwok plays --nodes fake nodes (default 100 and 1000, 8 GPUs each), a DRA-backed
+# name against a device-plugin-backed one; prints pods/s and ratios, writes a table and a plot.
+scale-bench: VERSIONS = $(DEFAULT_VERSION)
+scale-bench: images
+	$(PY) -m conformance.scale_bench $(ARGS)
 
 clean-clusters: venv
 	$(PY) -m clusters down --all

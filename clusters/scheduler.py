@@ -25,11 +25,14 @@ VOLUME = "kep5004-scheduler-config"
 COMPONENT = ("kube-scheduler",)
 
 
-def configuration(profiles: list[dict]) -> str:
+def configuration(profiles: list[dict], client_qps: int | None = None) -> str:
+    connection: dict = {"kubeconfig": KUBECONFIG}  # what kubeadm's --kubeconfig said
+    if client_qps:  # burst as high: a benchmark must not measure the client's rate limiter
+        connection.update(qps=client_qps, burst=client_qps)
     return yaml.safe_dump({
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": KUBECONFIG},  # what kubeadm's --kubeconfig said
+        "clientConnection": connection,
         "profiles": [{"schedulerName": "default-scheduler"}, *profiles],
     }, sort_keys=False)
 
@@ -54,11 +57,14 @@ def _original(node: Node) -> str:
     return node.read(ORIGINAL)
 
 
-def set_profiles(kubeconfig: Path, nodes: KindNodes, profiles: list[dict]) -> None:
-    """Run the scheduler with these profiles besides the default one; returns once it runs them."""
-    node, text = _control_plane(nodes), configuration(profiles)
+def set_profiles(kubeconfig: Path, nodes: KindNodes, profiles: list[dict], client_qps: int | None = None) -> None:
+    """Run the scheduler with these profiles besides the default one (and this client QPS, if
+    given); returns once it runs them."""
+    node, text = _control_plane(nodes), configuration(profiles, client_qps)
     path = f"{CONFIG_DIR}/{hashlib.sha256(text.encode()).hexdigest()[:12]}.yaml"
-    progress(f"{nodes.cluster}: kube-scheduler with profiles {', '.join(p['schedulerName'] for p in profiles)}")
+    qps = f", client QPS {client_qps}" if client_qps else ""
+    progress(f"{nodes.cluster}: kube-scheduler with profiles "
+             f"{', '.join(['default-scheduler', *(p['schedulerName'] for p in profiles)])}{qps}")
     node.sh(f"mkdir -p {CONFIG_DIR}")
     node.write(path, text)
     node.write(MANIFEST, with_config(_original(node), path))

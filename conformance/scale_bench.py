@@ -1,0 +1,249 @@
+"""`python -m conformance.scale_bench` (`make scale-bench`): scheduling at scale, a DRA-backed name
+against a device-plugin-backed one, side by side in one run.
+
+kwok (sigs.k8s.io/kwok at the pinned version, built from its Go module) plays the kubelets of
+fake nodes on a kind cluster of the default version. Every fake node offers --gpus emulated GPUs
+under two names: `example.com/scale-gpu`, served through DRA (a ResourceSlice published here for
+the node, a DeviceClass naming it in spec.extendedResourceName, KEP-5004), and
+`example.com/dp-gpu`, in the node's capacity as a device plugin would advertise it. For each node
+count of --nodes (e.g. 100,1000), batches of --pods-per-node x nodes one-GPU pods ask for one
+name or the other, in alternating order over --rounds rounds. A watch stamps each pod when it is
+first seen and when bound (milliseconds). Printed per node count: pods bound per second over the
+batch (first pod seen to last bound) and the ratio DRA / device plugin; JSON and a plot of pods
+bound over time go to --out. No assertion is made on the numbers.
+
+The scheduler gets a client QPS high enough not to be the limit (--scheduler-qps): with the
+default (50) the DRA path would hit it first, since each of its pods costs more API writes (the
+special claim, its allocation, the pod's status) than a binding does, and the benchmark would
+measure the rate limiter.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from clusters import lifecycle, scheduler
+from clusters.host import require_engine
+from clusters.images import BuiltImages
+from clusters.nodes import KindNodes
+from clusters.paths import CLUSTERS_DIR, REPORTS_DIR, cache_root
+from clusters.topology import ClusterSpec
+from clusters.versions import resolve
+from conformance.bench import PodWatch
+from conformance.cli import guarded
+from conformance.invocation import prog
+from conformance.lib.special_claim import RESOURCE_API
+from kube.api import Api, Obj
+from kube.waits import wait_for
+
+DRIVER = "scale-gpu.kep5004.dev"
+DEVICE_CLASS = "scale-gpu"
+NAMES = {"dra": "example.com/scale-gpu", "device-plugin": "example.com/dp-gpu"}
+# What kwok's documentation asks of the nodes it plays, and keeps ordinary pods off them.
+KWOK_KEY = "kwok.x-k8s.io/node"
+FAKE = {"type": "kwok"}
+MAX_PODS_PER_NODE = 110
+
+
+@dataclass(frozen=True)
+class Batch:
+    nodes: int
+    mechanism: str
+    pods: int
+    seconds: float  # first pod seen -> last pod bound
+    bound_offsets: list[float]  # s after the first pod was seen, sorted
+
+    @property
+    def pods_per_s(self) -> float:
+        return self.pods / max(self.seconds, 1e-3)
+
+
+def fake_node(name: str, gpus: int) -> Obj:
+    capacity = {"cpu": "64", "memory": "512Gi", "pods": str(MAX_PODS_PER_NODE), NAMES["device-plugin"]: str(gpus)}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": {KWOK_KEY: "fake"},
+                         "labels": {**FAKE, "kubernetes.io/hostname": name}},
+            "spec": {"taints": [{"key": KWOK_KEY, "value": "fake", "effect": "NoSchedule"}]},
+            "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def node_slice(node: str, gpus: int) -> Obj:
+    return {"apiVersion": RESOURCE_API, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
+            "spec": {"driver": DRIVER, "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}"} for i in range(gpus)]}}
+
+
+def device_class() -> Obj:
+    return {"apiVersion": RESOURCE_API, "kind": "DeviceClass", "metadata": {"name": DEVICE_CLASS},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+                     "extendedResourceName": NAMES["dra"]}}
+
+
+def gpu_pod(name: str, mechanism: str, image: str) -> Obj:
+    # The image is never pulled: kwok, not a kubelet, runs these pods.
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeSelector": FAKE,
+                     "tolerations": [{"key": KWOK_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+                     "containers": [{"name": "main", "image": image,
+                                     "resources": {"limits": {NAMES[mechanism]: "1"}}}]}}
+
+
+def build_kwok() -> tuple[Path, Path]:
+    """The kwok binary and the stage set it plays, built (or reused) from the Go module."""
+    lines = subprocess.run(["bash", str(CLUSTERS_DIR / "toolchain" / "build-kwok.sh")], check=True,
+                           stdout=subprocess.PIPE, text=True).stdout.split()
+    return Path(lines[0]), Path(lines[1])
+
+
+def keep_daemonsets_off_fake_nodes(api: Api) -> None:
+    """The cluster's DaemonSets tolerate every taint: without this each fake node would get their
+    pods too, and the benchmark would schedule those as well."""
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "type", "operator": "NotIn", "values": [FAKE["type"]]}]}]}}}
+    daemonsets = api.resource("apps/v1", "DaemonSet")
+    for ds in api.list("apps/v1", "DaemonSet", "kube-system"):
+        daemonsets.patch(name=ds["metadata"]["name"], namespace="kube-system",
+                         body={"spec": {"template": {"spec": {"affinity": affinity}}}},
+                         content_type="application/strategic-merge-patch+json")
+
+
+def add_fake_nodes(api: Api, first: int, last: int, gpus: int) -> None:
+    """Nodes fake-<first>..fake-<last - 1>, each with its slice; returns when kwok has made them Ready."""
+    def add(i: int) -> None:
+        api.create(fake_node(f"fake-{i}", gpus))
+        api.create(node_slice(f"fake-{i}", gpus))
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(add, range(first, last)))
+    wait_for(lambda: ready_fake_nodes(api) >= last, timeout=600, interval=2, what=f"{last} fake nodes Ready",
+             describe=lambda: f"{ready_fake_nodes(api)} Ready")
+
+
+def ready_fake_nodes(api: Api) -> int:
+    return sum(1 for n in api.list("v1", "Node", label_selector="type=kwok")
+               if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", [])))
+
+
+def run_batch(api: Api, nodes: int, mechanism: str, count: int, image: str) -> Batch:
+    ns = f"scale-{mechanism}-{uuid.uuid4().hex[:6]}"
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    podwatch = PodWatch(api, ns)
+    names = [f"p-{i}" for i in range(count)]
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda n: api.create(gpu_pod(n, mechanism, image), ns), names))
+        wait_for(lambda: all((s := podwatch.stamps.get(n)) and s.bound for n in names), timeout=1800, interval=1,
+                 what=f"{count} {mechanism} pods bound on {nodes} nodes",
+                 describe=lambda: f"{sum(1 for s in podwatch.stamps.values() if s.bound)} bound")
+    finally:
+        podwatch.stop()
+        api.delete("v1", "Namespace", ns)
+    stamps = [podwatch.stamps[n] for n in names]
+    start = min(s.seen for s in stamps)
+    bound = sorted(s.bound - start for s in stamps)
+    # Pods, special claims and namespace gone before the next batch: it must find every GPU free.
+    wait_for(lambda: api.get("v1", "Namespace", ns) is None, timeout=1800, interval=2,
+             what=f"namespace {ns} to be deleted")
+    return Batch(nodes, mechanism, count, bound[-1], bound)
+
+
+def plot(batches: list[Batch], out: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display
+    from matplotlib import pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for b in batches:
+        if b is next(x for x in batches if (x.nodes, x.mechanism) == (b.nodes, b.mechanism)):  # first round
+            ax.plot(b.bound_offsets, range(1, b.pods + 1), label=f"{b.mechanism}, {b.nodes} nodes")
+    ax.set(xlabel="seconds since the batch's first pod was seen", ylabel="pods bound",
+           title="Scheduling at scale (first round)")
+    ax.legend()
+    path = out / "scale-throughput.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return path
+
+
+def table(batches: list[Batch]) -> str:
+    rows = ["| nodes | pods | DRA pods/s | device plugin pods/s | DRA / device plugin |", "|---|---|---|---|---|"]
+    for nodes in sorted({b.nodes for b in batches}):
+        rate = {m: sorted(b.pods_per_s for b in batches if (b.nodes, b.mechanism) == (nodes, m)) for m in NAMES}
+        median = {m: r[len(r) // 2] for m, r in rate.items()}
+        pods = next(b.pods for b in batches if b.nodes == nodes)
+        rows.append(f"| {nodes} | {pods} | {median['dra']:.1f} | {median['device-plugin']:.1f} | "
+                    f"{median['dra'] / median['device-plugin']:.2f} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog=prog("conformance.scale_bench"), description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", default=None, help="Kubernetes version (default: the pinned default)")
+    ap.add_argument("--nodes", default="100,1000", help="comma-separated fake node counts, ascending")
+    ap.add_argument("--gpus", type=int, default=8, help="emulated GPUs per fake node")
+    ap.add_argument("--pods-per-node", type=int, default=5, help="pods per batch = this x nodes (one GPU each)")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--scheduler-qps", type=int, default=5000, help="kube-scheduler's client QPS (burst the same)")
+    ap.add_argument("--out", type=Path, default=REPORTS_DIR / "scale-bench")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args(argv)
+    try:
+        counts = [int(n) for n in args.nodes.split(",")]
+    except ValueError:
+        ap.error(f"--nodes {args.nodes!r} is not a comma-separated list of numbers")
+    if counts != sorted(counts) or counts[0] < 1 or not 1 <= args.pods_per_node <= args.gpus or args.rounds < 1:
+        ap.error("--nodes must ascend from 1, --pods-per-node be 1..--gpus (every pod finds a GPU), --rounds >= 1")
+    version = resolve(args.version)  # what the user typed first, then what the host lacks
+    require_engine()
+    images = BuiltImages.load()
+    kwok, stages = build_kwok()
+    cluster = lifecycle.ensure(ClusterSpec("dra", version, purpose="scale"), images)
+    api = Api(cluster.kubeconfig)
+    log_path = cache_root() / "logs" / f"kwok-{cluster.name}.log"
+    player = None
+    batches: list[Batch] = []
+    try:
+        scheduler.set_profiles(cluster.kubeconfig, KindNodes.of_cluster(cluster.name), [], client_qps=args.scheduler_qps)
+        keep_daemonsets_off_fake_nodes(api)
+        api.create(device_class())
+        with log_path.open("w") as log:
+            player = subprocess.Popen([str(kwok), f"--kubeconfig={cluster.kubeconfig}", f"--config={stages}",
+                                       f"--manage-nodes-with-annotation-selector={KWOK_KEY}=fake",
+                                       "--node-lease-duration-seconds=40", "--cidr=10.128.0.0/12"],
+                                      stdout=log, stderr=subprocess.STDOUT)
+        made = 0
+        for nodes in counts:
+            print(f"[scale] {nodes} fake nodes ({args.gpus} GPUs each) ...", file=sys.stderr, flush=True)
+            add_fake_nodes(api, made, nodes, args.gpus)
+            made = nodes
+            for r in range(args.rounds):
+                for mechanism in (list(NAMES) if r % 2 == 0 else list(NAMES)[::-1]):
+                    batch = run_batch(api, nodes, mechanism, nodes * args.pods_per_node, images.workload)
+                    batches.append(batch)
+                    print(f"[scale] {nodes} nodes, round {r + 1}, {mechanism:13s}: {batch.pods} pods bound in "
+                          f"{batch.seconds:.1f} s, {batch.pods_per_s:.1f} pods/s", file=sys.stderr, flush=True)
+    finally:
+        if player is not None:
+            player.terminate()
+            player.wait(timeout=30)
+        if not args.keep:
+            lifecycle.delete(cluster.name)
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = table(batches)
+    (args.out / "scale.json").write_text(json.dumps({"cluster": cluster.name, "version": version.tag,
+                                                     "gpus_per_node": args.gpus, "scheduler_qps": args.scheduler_qps,
+                                                     "batches": [asdict(b) for b in batches]}, indent=2))
+    (args.out / "scale.md").write_text(text)
+    print(text + f"JSON, table and plot in {args.out} ({plot(batches, args.out).name}); kwok's log: {log_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(guarded(main, sys.argv[1:], prog("conformance.scale_bench")))
