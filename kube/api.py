@@ -15,6 +15,8 @@ from kubernetes.stream import stream
 from urllib3.exceptions import HTTPError
 
 Obj = dict[str, Any]
+# The DRA API version everything here reads and writes (GA since Kubernetes 1.34).
+RESOURCE_API = "resource.k8s.io/v1"
 
 # What reading the API raises while its components restart under us: refused or reset
 # connections, urllib3's errors around them, and API errors (503 while kube-apiserver starts,

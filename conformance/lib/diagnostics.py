@@ -8,9 +8,8 @@ import allure
 import yaml
 from kubernetes.client import CoreV1Api
 
-from kube.api import Api, Obj
+from kube.api import RESOURCE_API, Api, Obj
 
-RESOURCE_API = "resource.k8s.io/v1"
 
 
 def _clean(obj: Obj) -> Obj:

@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections import Counter
 
 from conformance.lib.checks import Findings
-from kube.api import Api, Obj
+from kube.api import RESOURCE_API, Api, Obj
 
 ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 EXACT_FIELDS = {"deviceClassName", "allocationMode", "count"}  # all a special claim request may set (CLAIM-3)
-RESOURCE_API = "resource.k8s.io/v1"
 
 
 def is_special(claim: Obj) -> bool:

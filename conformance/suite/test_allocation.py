@@ -16,9 +16,8 @@ from conformance.lib.devices import device_ids
 from conformance.lib.special_claim import claim_status, claims_owned_by
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
-from kube.api import Obj
+from kube.api import RESOURCE_API, Obj
 
-RESOURCE = "resource.k8s.io/v1"
 CLAIM_LIMIT = 32  # devices per claim the allocator accepts (ALLOC-3)
 
 
@@ -193,7 +192,7 @@ def test_own_claim_and_extended_resource_are_allocated_together(target: Target, 
         pod = pods.wait_running(api, namespace, "mixed", timeout=180)
     served = scenario.verify_served(target, check, pod)
 
-    own = api.get(RESOURCE, "ResourceClaim", claim_name, namespace)
+    own = api.get(RESOURCE_API, "ResourceClaim", claim_name, namespace)
     shown = lambda: pods.observed("", pod, served.claim) + f"\nown claim status: {(own or {}).get('status')}"  # noqa: E731
     with check("ALLOC-6", observed=shown):
         own_devices = pods.claim_devices(api, namespace, claim_name)

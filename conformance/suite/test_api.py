@@ -10,9 +10,8 @@ from conformance.lib import pods, writes
 from conformance.lib.checks import Checks
 from conformance.lib.writes import accepted, check_refused_as_invalid
 from conformance.suite.conftest import Target
-from kube.api import Api, Obj
+from kube.api import RESOURCE_API, Api, Obj
 
-RESOURCE = "resource.k8s.io/v1"
 FIELD = "extendedResourceName"
 
 
@@ -21,7 +20,7 @@ def class_name(target: Target, request: pytest.FixtureRequest):
     name = f"api-{uuid.uuid4().hex[:8]}.kep5004.io"
     yield name
     if not request.config.getoption("--keep"):
-        target.api.delete(RESOURCE, "DeviceClass", name)
+        target.api.delete(RESOURCE_API, "DeviceClass", name)
 
 
 def _set_name(api: Api, group_version: str, name: str, value: str | None) -> Obj:
@@ -36,7 +35,7 @@ def _set_name(api: Api, group_version: str, name: str, value: str | None) -> Obj
 
 def _read_back(api: Api, group_version: str, name: str) -> dict[str, str | None]:
     """The stored name as read through `group_version` and through v1."""
-    return {gv: api.get(gv, "DeviceClass", name)["spec"].get(FIELD) for gv in sorted({group_version, RESOURCE})}
+    return {gv: api.get(gv, "DeviceClass", name)["spec"].get(FIELD) for gv in sorted({group_version, RESOURCE_API})}
 
 
 @pytest.mark.requirement("API-1", "API-4")
@@ -75,10 +74,10 @@ def test_duplicate_names_are_accepted(target: Target, check: Checks, class_name:
             for name in (class_name, second):
                 cls = pods.device_class(name, target.profile.driver, "example.com/dup-gpu")
                 accepted(lambda: api.create(cls), f"DeviceClass {name} with {FIELD} example.com/dup-gpu")
-            stored = api.get(RESOURCE, "DeviceClass", second)["spec"]
+            stored = api.get(RESOURCE_API, "DeviceClass", second)["spec"]
             assert stored.get(FIELD) == "example.com/dup-gpu", f"a second class with the same name was not stored with it: {stored}"
     finally:
-        api.delete(RESOURCE, "DeviceClass", second)
+        api.delete(RESOURCE_API, "DeviceClass", second)
 
 
 # case -> (value, the requirements that name the rule it breaks)

@@ -10,10 +10,9 @@ from conformance.lib.checks import Checks
 from conformance.lib.special_claim import claim_status, claims_owned_by, plain_init_containers, request_naming, special_claim
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
-from kube.api import Obj
+from kube.api import RESOURCE_API, Obj
 from kube.waits import holds_for
 
-RESOURCE = "resource.k8s.io/v1"
 
 
 @pytest.mark.requirement("ALLOC-4", "ALLOC-5")
@@ -56,7 +55,7 @@ def test_deleting_the_pod_deletes_its_claim(target: Target, check: Checks, names
     api.delete("v1", "Pod", "doomed", namespace)
     pods.wait_gone(api, "v1", "Pod", "doomed", namespace, timeout=120)  # a prerequisite (the kubelet stops it)
     with check("CLAIM-5"):
-        pods.wait_gone(api, RESOURCE, "ResourceClaim", claim_name, namespace, timeout=180)
+        pods.wait_gone(api, RESOURCE_API, "ResourceClaim", claim_name, namespace, timeout=180)
     # KUBELET-1's second half: the driver was asked to unprepare the claim, and did.
     driver_state.check_released(api, p, check, "KUBELET-1", served.pod["spec"]["nodeName"], [claim_uid])
 
@@ -79,7 +78,7 @@ def test_finished_pod_releases_its_claim(target: Target, check: Checks, namespac
     seen = probe_container(api, p, pod, "main")
     assert len(seen.device_ids) == 1, f"the pod's container should have seen one device: {seen.raw.strip()[:400]!r}"
     with check("CLAIM-6"):
-        pods.wait_gone(api, RESOURCE, "ResourceClaim", status["resourceClaimName"], namespace, timeout=120)
+        pods.wait_gone(api, RESOURCE_API, "ResourceClaim", status["resourceClaimName"], namespace, timeout=120)
         still = api.get("v1", "Pod", name, namespace)
         assert still is not None and still["metadata"]["uid"] == pod["metadata"]["uid"] and still["status"]["phase"] == outcome, \
             f"the claim is gone, but the pod object should remain, {outcome}: {pods.summary(api, namespace, name)}"
@@ -93,7 +92,7 @@ def test_special_claim_is_an_ordinary_resource_claim(target: Target, check: Chec
     claim_name = served.claim["metadata"]["name"]
     pod = pods.get(api, namespace, "ordinary")
     with check("CLAIM-7", observed=lambda: pods.observed("", pod, served.claim)):
-        listed = [c["metadata"]["name"] for c in api.list(RESOURCE, "ResourceClaim", namespace)]
+        listed = [c["metadata"]["name"] for c in api.list(RESOURCE_API, "ResourceClaim", namespace)]
         assert claim_name in listed, f"claim {claim_name} not in the namespace's ResourceClaim list {listed}"
         assert not pod["spec"].get("resourceClaims"), f"pod.spec.resourceClaims is {pod['spec'].get('resourceClaims')}"
         assert not (pod.get("status") or {}).get("resourceClaimStatuses"), \
@@ -121,7 +120,7 @@ def test_status_names_the_same_claim_for_the_pods_life(target: Target, check: Ch
 
     def unchanged() -> bool:
         now = claim_status(pods.get(api, namespace, "steady"))
-        named = api.get(RESOURCE, "ResourceClaim", first["resourceClaimName"], namespace)
+        named = api.get(RESOURCE_API, "ResourceClaim", first["resourceClaimName"], namespace)
         return now == first and named is not None and named["metadata"]["uid"] == claim["metadata"]["uid"]
 
     try:
