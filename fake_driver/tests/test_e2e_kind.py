@@ -135,8 +135,8 @@ def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, 
         # torn down on this node), which once put a good file back before the restart (CI, 12-03).
         # `[.]` keeps the pattern from matching this shell's own command line.
         plugin = "-m fake_driver[.]dra_plugin$"
-        run(["docker", "exec", node, "sh", "-c", f"pkill -STOP -f '{plugin}' && rm -f {path}.corrupt && "
-             f"printf '{{not json' > {path} && pkill -KILL -f '{plugin}'"])
+        run(["docker", "exec", node, "sh", "-c", f"pkill -STOP -f -- '{plugin}' && rm -f {path}.corrupt && "
+             f"printf '{{not json' > {path} && pkill -KILL -f -- '{plugin}'"])
         expected_restarts = 1
     else:
         mixed_cluster.kubectl("-n", NAMESPACE, "rollout", "restart", f"daemonset/{DRA_DAEMONSET}")
