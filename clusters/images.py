@@ -1,15 +1,25 @@
 """The locally built image tags (written by clusters/images/build-all.sh)."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.paths import cache_root
+from clusters.paths import IN_CHECKOUT, REPO_ROOT, cache_root
 from clusters.versions import KubeVersion
 
 
 class ImagesMissingError(RuntimeError):
     pass
+
+
+def tags_file() -> Path:
+    """The tags this checkout's last `make images` built (clusters/images/build-all.sh names the
+    list by the checkout's path); an installed copy, or a checkout that never built, reads the
+    last build of any checkout."""
+    images = cache_root() / "images"
+    own = images / f"tags-{hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:12]}.env"
+    return own if IN_CHECKOUT and own.exists() else images / "tags.env"
 
 
 @dataclass(frozen=True)
@@ -18,7 +28,7 @@ class BuiltImages:
 
     @classmethod
     def load(cls) -> "BuiltImages":
-        path = cache_root() / "images" / "tags.env"
+        path = tags_file()
         if not path.exists():
             raise ImagesMissingError(f"{path} is missing: build the images first (make images)")
         pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
