@@ -37,3 +37,16 @@ def sweep(api: Api, timeout: float = 180) -> list[str]:
     wait_for(lambda: not leftovers(api), timeout=timeout, interval=2, what="the objects the suite made to be gone",
              describe=lambda: ", ".join(leftovers(api)))
     return gone
+
+
+def departing(api: Api) -> list[str]:
+    """The suite's namespaces that are being deleted: until they are gone, their pods hold devices."""
+    return [o["metadata"]["name"] for o in api.list("v1", "Namespace", label_selector=SELECTOR)
+            if o["metadata"].get("deletionTimestamp")]
+
+
+def wait_departed(api: Api, timeout: float = 180) -> None:
+    """Return once no namespace of an earlier test is still being deleted."""
+    wait_for(lambda: not departing(api), timeout=timeout, interval=1,
+             what="the namespaces of earlier tests to be deleted (their pods still hold devices)",
+             describe=lambda: ", ".join(departing(api)))
