@@ -39,14 +39,40 @@ def sweep(api: Api, timeout: float = 180) -> list[str]:
     return gone
 
 
-def departing(api: Api) -> list[str]:
-    """The suite's namespaces that are being deleted: until they are gone, their pods hold devices."""
+
+def _departing_namespaces(api: Api) -> list[str]:
     return [o["metadata"]["name"] for o in api.list("v1", "Namespace", label_selector=SELECTOR)
             if o["metadata"].get("deletionTimestamp")]
 
 
-def wait_departed(api: Api, timeout: float = 180) -> None:
-    """Return once no namespace of an earlier test is still being deleted."""
-    wait_for(lambda: not departing(api), timeout=timeout, interval=1,
-             what="the namespaces of earlier tests to be deleted (their pods still hold devices)",
-             describe=lambda: ", ".join(departing(api)))
+def held_by_departing(api: Api) -> list[str]:
+    """The allocated claims of the suite's namespaces that are being deleted, with their devices:
+    until those claims go, the devices are not free."""
+    held = []
+    for ns in _departing_namespaces(api):
+        for claim in api.list(RESOURCE_API, "ResourceClaim", ns):
+            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+            if results:
+                devices = ", ".join(f"{r['pool']}/{r['device']}" for r in results)
+                held.append(f"{ns}/{claim['metadata']['name']} ({devices})")
+    return held
+
+
+def _still_there(api: Api) -> str:
+    """What keeps the departing namespaces: their pods and claims, with phase and finalizers."""
+    lines = []
+    for ns in _departing_namespaces(api):
+        for kind, version in (("Pod", "v1"), ("ResourceClaim", RESOURCE_API)):
+            for o in api.list(version, kind, ns):
+                meta, status = o["metadata"], o.get("status") or {}
+                state = status.get("phase") or ("allocated" if status.get("allocation") else "not allocated")
+                lines.append(f"{kind} {ns}/{meta['name']}: {state}, node {o.get('spec', {}).get('nodeName', '-')}, "
+                             f"finalizers {meta.get('finalizers') or []}, deleting since {meta.get('deletionTimestamp')}")
+    return "; ".join(lines) or "nothing listed"
+
+
+def wait_devices_released(api: Api, timeout: float = 180) -> None:
+    """Return once no namespace of an earlier test that is being deleted still holds devices."""
+    wait_for(lambda: not held_by_departing(api), timeout=timeout, interval=1,
+             what="the devices of earlier tests' namespaces to be released",
+             describe=lambda: f"held: {held_by_departing(api)}; {_still_there(api)}")

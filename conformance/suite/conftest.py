@@ -108,11 +108,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def _test_namespace(request: pytest.FixtureRequest, target: Target, failed: Callable[[], bool]) -> Iterator[str]:
     if request.node.get_closest_marker("serial"):
-        # A serial test sizes its pods by the devices nodes publish, so it needs the cluster to
-        # itself: the namespaces the tests before it deleted (e.g. the whole parallel stage's)
-        # may still hold devices. The scoring tests' seed once got 7 of 8 devices while the
-        # eighth was still held, leaving no room for the pod it was meant to attract.
-        cleanup.wait_departed(target.api)
+        # A serial test sizes its pods by the devices nodes publish, so it needs them free: the
+        # namespaces the tests before it deleted (e.g. the whole parallel stage's) may still
+        # hold some. The scoring tests' seed once got 7 of 8 devices while the eighth was still
+        # held, leaving no room for the pod it was meant to attract.
+        cleanup.wait_devices_released(target.api)
     name = f"kep5004-{uuid.uuid4().hex[:10]}"
     target.api.create(cleanup.labelled({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
     yield name

@@ -1,4 +1,4 @@
-"""A serial test waits for the namespaces earlier tests deleted: they hold devices until gone."""
+"""A serial test waits until the namespaces earlier tests deleted no longer hold devices."""
 from __future__ import annotations
 
 import pytest
@@ -6,33 +6,42 @@ import pytest
 from conformance.lib import cleanup
 from kube.waits import WaitTimeout
 
-
-class Namespaces:
-    """The suite's namespaces as the API would list them; each list() is one poll."""
-
-    def __init__(self, polls: list[list[tuple[str, bool]]]) -> None:
-        self.polls, self.calls = polls, 0
-
-    def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str = "") -> list[dict]:
-        assert (api_version, kind, label_selector) == ("v1", "Namespace", cleanup.SELECTOR)
-        poll = self.polls[min(self.calls, len(self.polls) - 1)]
-        self.calls += 1
-        return [{"metadata": {"name": n, **({"deletionTimestamp": "2026-12-04T15:32:20Z"} if leaving else {})}}
-                for n, leaving in poll]
+ALLOCATED = {"allocation": {"devices": {"results": [{"pool": "worker", "device": "gpu-0", "request": "r"}]}}}
 
 
-def test_only_namespaces_being_deleted_are_departing() -> None:
-    api = Namespaces([[("kep5004-current", False), ("kep5004-earlier", True)]])
-    assert cleanup.departing(api) == ["kep5004-earlier"]
+class Cluster:
+    """Namespaces and claims as the API would list them; `polls` namespace lists, one per poll,
+    each (name, being deleted, its claims' statuses)."""
+
+    def __init__(self, polls: list[list[tuple[str, bool, list[dict]]]]) -> None:
+        self.polls, self.poll = polls, 0
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, **selectors: str) -> list[dict]:
+        if kind == "Namespace":  # a new poll begins
+            assert selectors == {"label_selector": cleanup.SELECTOR}
+            self.poll += 1
+        current = self.polls[min(self.poll, len(self.polls)) - 1]
+        if kind == "Namespace":
+            return [{"metadata": {"name": n, **({"deletionTimestamp": "2026-12-04T15:32:20Z"} if leaving else {})}}
+                    for n, leaving, _ in current]
+        if kind == "Pod":
+            return []
+        claims = next(c for n, _, c in current if n == namespace)
+        return [{"metadata": {"name": f"claim-{i}"}, "status": status} for i, status in enumerate(claims)]
 
 
-def test_waits_until_the_earlier_namespaces_are_gone() -> None:
-    api = Namespaces([[("kep5004-earlier", True)], [("kep5004-earlier", True)], [("kep5004-current", False)]])
-    cleanup.wait_departed(api, timeout=10)
-    assert api.calls >= 3
+def test_only_allocated_claims_of_namespaces_being_deleted_count() -> None:
+    api = Cluster([[("current", False, [ALLOCATED]), ("earlier", True, [ALLOCATED, {}]), ("idle", True, [{}])]])
+    assert cleanup.held_by_departing(api) == ["earlier/claim-0 (worker/gpu-0)"]
 
 
-def test_a_namespace_that_never_goes_is_named() -> None:
-    api = Namespaces([[("kep5004-stuck", True)]])
-    with pytest.raises(WaitTimeout, match="kep5004-stuck"):
-        cleanup.wait_departed(api, timeout=1.5)
+def test_waits_until_the_devices_are_released() -> None:
+    api = Cluster([[("earlier", True, [ALLOCATED])], [("earlier", True, [ALLOCATED])], [("earlier", True, [{}])]])
+    cleanup.wait_devices_released(api, timeout=10)
+    assert api.poll >= 3
+
+
+def test_a_namespace_that_keeps_its_devices_is_named_with_what_it_holds() -> None:
+    api = Cluster([[("stuck", True, [ALLOCATED])]])
+    with pytest.raises(WaitTimeout, match=r"stuck/claim-0 \(worker/gpu-0\).*ResourceClaim stuck/claim-0: allocated"):
+        cleanup.wait_devices_released(api, timeout=1.5)
