@@ -289,7 +289,12 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
                 with StageLog(report.out).step(f"{spec.topology} driver", report.out):
                     api = Api(cluster.kubeconfig)
                     if previous is not None:
-                        log(f"{spec.topology}: removing the fake driver of profile {previous.profile.name}")
+                        # The last tests' namespaces first: a pod still terminating when its
+                        # driver goes can never have its claim unprepared, and stays (with the
+                        # claim and its namespace) for good.
+                        swept = cleanup.sweep(api)
+                        log(f"{spec.topology}: removing the fake driver of profile {previous.profile.name}"
+                            + (f" once {len(swept)} object(s) of its tests were gone" if swept else ""))
                         driver_setup.uninstall_fake_driver(cluster.kubectl, previous.profile, images.driver)
                     previous = report
                     ready = install_and_check_driver(api, cluster.kubectl, report, images, args, spec.topology)

@@ -45,13 +45,14 @@ def _departing_namespaces(api: Api) -> list[str]:
             if o["metadata"].get("deletionTimestamp")]
 
 
-def held_by_departing(api: Api) -> list[str]:
-    """The allocated claims of the suite's namespaces that are being deleted, with their devices:
+def held_by_departing(api: Api, driver: str) -> list[str]:
+    """The claims of the suite's namespaces that are being deleted which hold devices of `driver`:
     until those claims go, the devices are not free."""
     held = []
     for ns in _departing_namespaces(api):
         for claim in api.list(RESOURCE_API, "ResourceClaim", ns):
             results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+            results = [r for r in results if r.get("driver") == driver]
             if results:
                 devices = ", ".join(f"{r['pool']}/{r['device']}" for r in results)
                 held.append(f"{ns}/{claim['metadata']['name']} ({devices})")
@@ -71,8 +72,8 @@ def _still_there(api: Api) -> str:
     return "; ".join(lines) or "nothing listed"
 
 
-def wait_devices_released(api: Api, timeout: float = 180) -> None:
-    """Return once no namespace of an earlier test that is being deleted still holds devices."""
-    wait_for(lambda: not held_by_departing(api), timeout=timeout, interval=1,
-             what="the devices of earlier tests' namespaces to be released",
-             describe=lambda: f"held: {held_by_departing(api)}; {_still_there(api)}")
+def wait_devices_released(api: Api, driver: str, timeout: float = 180) -> None:
+    """Return once no namespace of an earlier test that is being deleted holds devices of `driver`."""
+    wait_for(lambda: not held_by_departing(api, driver), timeout=timeout, interval=1,
+             what=f"the {driver} devices of earlier tests' namespaces to be released",
+             describe=lambda: f"held: {held_by_departing(api, driver)}; {_still_there(api)}")

@@ -112,7 +112,7 @@ def _test_namespace(request: pytest.FixtureRequest, target: Target, failed: Call
         # namespaces the tests before it deleted (e.g. the whole parallel stage's) may still
         # hold some. The scoring tests' seed once got 7 of 8 devices while the eighth was still
         # held, leaving no room for the pod it was meant to attract.
-        cleanup.wait_devices_released(target.api)
+        cleanup.wait_devices_released(target.api, target.profile.driver)
     name = f"kep5004-{uuid.uuid4().hex[:10]}"
     target.api.create(cleanup.labelled({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
     yield name

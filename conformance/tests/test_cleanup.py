@@ -6,7 +6,11 @@ import pytest
 from conformance.lib import cleanup
 from kube.waits import WaitTimeout
 
-ALLOCATED = {"allocation": {"devices": {"results": [{"pool": "worker", "device": "gpu-0", "request": "r"}]}}}
+DRIVER = "gpu.example.com"
+ALLOCATED = {"allocation": {"devices": {"results": [
+    {"driver": DRIVER, "pool": "worker", "device": "gpu-0", "request": "r"}]}}}
+OTHER_DRIVER = {"allocation": {"devices": {"results": [
+    {"driver": "gpu.nvidia.com", "pool": "worker", "device": "gpu-0", "request": "r"}]}}}
 
 
 class Cluster:
@@ -30,18 +34,19 @@ class Cluster:
         return [{"metadata": {"name": f"claim-{i}"}, "status": status} for i, status in enumerate(claims)]
 
 
-def test_only_allocated_claims_of_namespaces_being_deleted_count() -> None:
-    api = Cluster([[("current", False, [ALLOCATED]), ("earlier", True, [ALLOCATED, {}]), ("idle", True, [{}])]])
-    assert cleanup.held_by_departing(api) == ["earlier/claim-0 (worker/gpu-0)"]
+def test_only_claims_holding_the_drivers_devices_in_namespaces_being_deleted_count() -> None:
+    api = Cluster([[("current", False, [ALLOCATED]), ("earlier", True, [ALLOCATED, {}]), ("idle", True, [{}]),
+                   ("stranded", True, [OTHER_DRIVER])]])
+    assert cleanup.held_by_departing(api, DRIVER) == ["earlier/claim-0 (worker/gpu-0)"]
 
 
 def test_waits_until_the_devices_are_released() -> None:
     api = Cluster([[("earlier", True, [ALLOCATED])], [("earlier", True, [ALLOCATED])], [("earlier", True, [{}])]])
-    cleanup.wait_devices_released(api, timeout=10)
+    cleanup.wait_devices_released(api, DRIVER, timeout=10)
     assert api.poll >= 3
 
 
 def test_a_namespace_that_keeps_its_devices_is_named_with_what_it_holds() -> None:
     api = Cluster([[("stuck", True, [ALLOCATED])]])
     with pytest.raises(WaitTimeout, match=r"stuck/claim-0 \(worker/gpu-0\).*ResourceClaim stuck/claim-0: allocated"):
-        cleanup.wait_devices_released(api, timeout=1.5)
+        cleanup.wait_devices_released(api, DRIVER, timeout=1.5)

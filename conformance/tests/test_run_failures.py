@@ -91,12 +91,14 @@ def test_driver_error_deletes_the_cluster_it_made(kind):
 def test_profiles_take_turns_on_one_cluster_each_with_its_own_report(kind, monkeypatch):
     removed = []
     monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({"DRIVER_IMAGE": "driver:1"})))
+    monkeypatch.setattr(run.cleanup, "sweep", lambda api: removed.append("the tests' objects") or ["Namespace/kep5004-x"])
     monkeypatch.setattr(run.driver_setup, "uninstall_fake_driver", lambda kubectl, profile, image: removed.append(profile.name))
     monkeypatch.setattr(run, "main_stages", lambda kubeconfig, args, report: [0 if report.profile.name == "fake-gpu" else 1])
     assert run.main(["--k8s-versions", "1.37", "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--profile", "fake-gpu,example-gpu",
                      "--out", str(kind["out"])]) == 1
     assert [c.name for c in kind["clusters"]] == ["kep5004-dra-137"] and kind["deleted"] == ["kep5004-dra-137"]
-    assert removed == ["fake-gpu"], "the first profile's driver goes before the second one's comes"
+    # what the first profile's tests made goes first: a pod terminating without its driver stays for good
+    assert removed == ["the tests' objects", "fake-gpu"], "the first profile's driver goes before the second one's comes"
     first, second = (json.loads((kind["out"] / name / "summary.json").read_text())["context"]
                      for name in ("kep5004-dra-137", "kep5004-dra-137-example-gpu"))
     assert (first["profile"], second["profile"]) == ("fake-gpu", "example-gpu")
