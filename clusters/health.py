@@ -37,6 +37,15 @@ def wait_nodes_ready(kubeconfig: Path, kubelet_version: str | None = None, timeo
              transient=TRANSIENT_ERRORS)
 
 
+def wait_api_ready(kubeconfig: Path, timeout: float = 300) -> None:
+    """kube-apiserver answers /readyz with ok: its informers synced and its RBAC roles in place.
+    Answering at all is not enough: a server that has just started refuses even the cluster admin
+    until its authorizer's caches are filled (kubeadm then fails with "forbidden")."""
+    api = Api(kubeconfig)
+    wait_for(lambda: api.raw("/readyz").strip() == "ok", timeout=timeout, what="kube-apiserver ready (/readyz)",
+             interval=INTERVAL, transient=TRANSIENT_ERRORS)
+
+
 def static_pod(api: Api, component: str, node: str) -> Obj | None:
     """The mirror pod of a control-plane component on a node (kubeadm labels them component=<name>)."""
     items = api.list("v1", "Pod", namespace="kube-system", label_selector=f"component={component}",

@@ -46,6 +46,9 @@ def stage(nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
 
 def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, force: bool) -> None:
     progress(f"{node.name}: kubeadm upgrade apply {version.tag}{' --force (downgrade)' if force else ''}")
+    # After the kubelets were swapped the API server may have just restarted: the full run's
+    # downgrade on 1.35.4 failed with kubernetes-admin "forbidden" to list nodes (load ~40).
+    health.wait_api_ready(kubeconfig)
     node.sh(f"{staged(version, 'kubeadm')} upgrade apply {version.tag} --yes --ignore-preflight-errors=all "
             f"--etcd-upgrade=false{' --force' if force else ''}", timeout=900)
     health.wait_static_pods(kubeconfig, node.name, COMPONENTS, f":{version.tag}")
