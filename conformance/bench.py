@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import ProtocolError
 
 from clusters import lifecycle
 from clusters.host import require_engine
@@ -63,21 +65,34 @@ class PodWatch:
 
     def __post_init__(self) -> None:
         self._watch = watch.Watch()
+        self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         core = client.CoreV1Api(self.api.client)
-        for event in self._watch.stream(core.list_namespaced_pod, self.namespace, _request_timeout=3600):
-            now, pod = time.time(), event["object"]
-            stamp = self.stamps.setdefault(pod.metadata.name, Stamps())
-            stamp.seen = stamp.seen or now
-            if pod.spec.node_name and stamp.bound is None:
-                stamp.bound = now
-            if pod.status and pod.status.phase == "Running" and stamp.running is None:
-                stamp.running = now
+        version = None  # resume where the last stream ended: a busy API server ends watches early
+        while not self._stopped.is_set():
+            try:
+                for event in self._watch.stream(core.list_namespaced_pod, self.namespace, resource_version=version,
+                                                _request_timeout=3600):
+                    now, pod = time.time(), event["object"]
+                    version = pod.metadata.resource_version
+                    stamp = self.stamps.setdefault(pod.metadata.name, Stamps())
+                    stamp.seen = stamp.seen or now
+                    if pod.spec.node_name and stamp.bound is None:
+                        stamp.bound = now
+                    if pod.status and pod.status.phase == "Running" and stamp.running is None:
+                        stamp.running = now
+            except ApiException as err:
+                if err.status != 410:  # 410 Gone: too old to resume, so list again from now
+                    raise
+                version = None
+            except ProtocolError:  # "Response ended prematurely" (seen at 100 pods on a loaded host)
+                pass
 
     def stop(self) -> None:
+        self._stopped.set()
         self._watch.stop()
 
 

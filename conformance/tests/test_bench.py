@@ -1,7 +1,14 @@
 """make bench's arithmetic and plots, from made-up batches (no cluster)."""
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from conformance import bench
 
 from conformance.bench import MECHANISMS, Batch, bench_pod, plot, summarise
 from conformance.lib.profile import load
@@ -35,3 +42,42 @@ def test_each_mechanism_asks_for_its_gpu_its_own_way() -> None:
     assert (dra["nodeSelector"], dp["nodeSelector"]) == ({"fake-gpu.kep5004.io/mode": "dra"},
                                                          {"fake-gpu.kep5004.io/mode": "device-plugin"})
     assert claim["resourceClaims"][0]["resourceClaimTemplateName"] and "limits" not in claim["containers"][0]["resources"]
+
+
+class _Pod:
+    def __init__(self, name: str, node: str | None, phase: str, version: str) -> None:
+        self.metadata = SimpleNamespace(name=name, resource_version=version)
+        self.spec = SimpleNamespace(node_name=node)
+        self.status = SimpleNamespace(phase=phase)
+
+
+class _EndingWatch:
+    """A watch whose first stream ends with a broken response, as a busy API server's did."""
+
+    def __init__(self) -> None:
+        self.resumed_from: list[str | None] = []
+        self.stopped = threading.Event()
+
+    def stream(self, func, namespace, resource_version=None, **kwargs):
+        self.resumed_from.append(resource_version)
+        if len(self.resumed_from) == 1:
+            yield {"object": _Pod("p-0", None, "Pending", "7")}
+            raise bench.ProtocolError("Response ended prematurely")
+        yield {"object": _Pod("p-0", "node-a", "Running", "9")}
+        self.stopped.wait(5)  # an open stream with nothing to say, until the watch is stopped
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def test_pod_watch_resumes_after_the_stream_breaks(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _EndingWatch()
+    monkeypatch.setattr(bench.watch, "Watch", lambda: fake)
+    monkeypatch.setattr(bench.client, "CoreV1Api", lambda api_client: SimpleNamespace(list_namespaced_pod=None))
+    podwatch = bench.PodWatch(SimpleNamespace(client=None), "ns")
+    deadline = time.monotonic() + 5
+    while not (podwatch.stamps.get("p-0") and podwatch.stamps["p-0"].running) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    podwatch.stop()
+    assert fake.resumed_from[:2] == [None, "7"], "the second stream resumes where the first ended"
+    assert podwatch.stamps["p-0"].bound and podwatch.stamps["p-0"].running
