@@ -35,10 +35,13 @@ digest() {
 file_sums() {
   local path size id batch=()
   while IFS=$'\t' read -r -d '' path size id; do
-    if (( size < LARGE_FILE && ${#batch[@]} < 500 )); then batch+=("$path"); continue; fi
+    if (( size < LARGE_FILE )); then
+      batch+=("$path")
+      (( ${#batch[@]} < 500 )) || { sha256sum "${batch[@]}"; batch=(); }
+      continue
+    fi
     (( ${#batch[@]} == 0 )) || sha256sum "${batch[@]}"
     batch=()
-    if (( size < LARGE_FILE )); then batch+=("$path"); continue; fi
     printf '%s  %s\n' "$(digest "$path" "$size" "$id")" "$path"
   done
   (( ${#batch[@]} == 0 )) || sha256sum "${batch[@]}"

@@ -2,7 +2,7 @@
 after a run, and after a run that was interrupted before its tests' own teardown ran."""
 from __future__ import annotations
 
-from conformance.lib.special_claim import RESOURCE_API
+from conformance.lib.special_claim import RESOURCE_API, allocation_results
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
@@ -39,7 +39,6 @@ def sweep(api: Api, timeout: float = 180) -> list[str]:
     return gone
 
 
-
 def _departing_namespaces(api: Api) -> list[str]:
     return [o["metadata"]["name"] for o in api.list("v1", "Namespace", label_selector=SELECTOR)
             if o["metadata"].get("deletionTimestamp")]
@@ -51,8 +50,7 @@ def held_by_departing(api: Api, driver: str) -> list[str]:
     held = []
     for ns in _departing_namespaces(api):
         for claim in api.list(RESOURCE_API, "ResourceClaim", ns):
-            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-            results = [r for r in results if r.get("driver") == driver]
+            results = [r for r in allocation_results(claim) if r.get("driver") == driver]
             if results:
                 devices = ", ".join(f"{r['pool']}/{r['device']}" for r in results)
                 held.append(f"{ns}/{claim['metadata']['name']} ({devices})")

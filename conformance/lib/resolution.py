@@ -6,7 +6,7 @@ resolved to the wrong class then fails the NAME-* check too instead of leaving i
 """
 from __future__ import annotations
 
-from conformance.lib.special_claim import claim_status, expected_requests
+from conformance.lib.special_claim import allocation_results, claim_status, expected_requests
 from kube.api import Obj
 
 Resolved = tuple[str | None, int]  # DeviceClass of the mapped request, devices allocated to that request
@@ -19,7 +19,7 @@ def resolution(pod: Obj, claim: Obj | None) -> dict[tuple[str, str], Resolved]:
     if not status or not claim:
         return {}
     classes = {r["name"]: (r.get("exactly") or {}).get("deviceClassName") for r in claim["spec"]["devices"]["requests"]}
-    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    results = allocation_results(claim)
     return {(m["containerName"], m["resourceName"]):
             (classes.get(m["requestName"]), sum(r["request"] == m["requestName"] for r in results))
             for m in status.get("requestMappings") or []}

@@ -208,7 +208,11 @@ def request_naming(pod: Obj, claim: Obj) -> str:
     return f"request names {names} follow container-<i>-request-<j>"
 
 
+def allocation_results(claim: Obj) -> list[Obj]:
+    """The device results of a claim's allocation; none while it is not allocated."""
+    return (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+
+
 def allocated_devices(claim: Obj) -> list[tuple[str, str]]:
     """(pool, device) pairs allocated in a claim."""
-    allocation = (claim.get("status") or {}).get("allocation") or {}
-    return sorted((r["pool"], r["device"]) for r in (allocation.get("devices") or {}).get("results", []))
+    return sorted((r["pool"], r["device"]) for r in allocation_results(claim))

@@ -9,7 +9,6 @@ from types import SimpleNamespace
 import pytest
 
 from conformance import bench
-
 from conformance.bench import MECHANISMS, Batch, bench_pod, plot, summarise
 from conformance.lib.profile import load
 
