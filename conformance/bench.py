@@ -7,7 +7,9 @@ node, one device-plugin node), batches of --pods one-GPU pods are created at onc
   - `claim-template`: an ordinary ResourceClaimTemplate of the same DeviceClass, DRA node.
 A watch on the namespace stamps each pod, in milliseconds, when it is first seen, bound to its
 node and Running. From those: bound-to-running latency per pod and scheduling throughput (pods
-bound per second). Rounds alternate the order of the mechanisms so that drift on a shared host
+bound per second). A pod that fails to start (its phase Failed, e.g. runc's "unable to freeze" on a
+loaded cgroup v1 host) is counted and reported by reason, not waited for, and left out of the latencies.
+Rounds alternate the order of the mechanisms so that drift on a shared host
 hits all alike. No assertion is made on the numbers: ratios against the device plugin are
 printed, and JSON plus two PNG plots (latency distribution, pods bound over time) are written to
 --out.
@@ -54,6 +56,7 @@ class Stamps:
     seen: float | None = None
     bound: float | None = None
     running: float | None = None
+    failed: str | None = None  # why it never ran: the container's termination reason and message
 
 
 @dataclass
@@ -82,26 +85,43 @@ class PodWatch:
                     stamp.seen = stamp.seen or now
                     if pod.spec.node_name and stamp.bound is None:
                         stamp.bound = now
-                    if pod.status and pod.status.phase == "Running" and stamp.running is None:
+                    phase = pod.status.phase if pod.status else None
+                    if phase == "Running" and stamp.running is None:
                         stamp.running = now
+                    if phase == "Failed" and stamp.running is None and stamp.failed is None:
+                        stamp.failed = failure_reason(pod)
             except ApiException as err:
                 if err.status != 410:  # 410 Gone: too old to resume, so list again from now
                     raise
                 version = None
             except ProtocolError:  # "Response ended prematurely" (seen at 100 pods on a loaded host)
                 pass
+            except Exception:
+                if not self._stopped.is_set():
+                    raise
+                # stopped while the stream was failing (the cluster may already be gone): nothing to report
 
     def stop(self) -> None:
         self._stopped.set()
         self._watch.stop()
 
 
+def failure_reason(pod) -> str:
+    """One line: why a pod that never ran failed, from its containers' termination states."""
+    for status in (pod.status.container_statuses or []) if pod.status else []:
+        ended = status.state.terminated if status.state else None
+        if ended:
+            return f"{ended.reason}: {(ended.message or '').strip()}".rstrip(": ")
+    return (pod.status.reason if pod.status else None) or "Failed"
+
+
 @dataclass(frozen=True)
 class Batch:
     mechanism: str
-    latencies: list[float]  # bound -> running, s
+    latencies: list[float]  # bound -> running, s, of the pods that started
     bound_offsets: list[float]  # s after the first pod of the batch was seen, sorted
     pods_per_s: float
+    failed: list[str] = field(default_factory=list)  # one reason per pod that failed to start
 
 
 def bench_pod(name: str, profile: Profile, mechanism: str) -> Obj:
@@ -120,26 +140,41 @@ def run_batch(api: Api, ns: str, profile: Profile, podwatch: PodWatch, mechanism
     names = [f"{mechanism}-{uuid.uuid4().hex[:6]}" for _ in range(count)]
     for name in names:
         api.create(bench_pod(name, profile, mechanism), ns)
-    wait_for(lambda: all((s := podwatch.stamps.get(n)) and s.running for n in names), timeout=600, interval=1,
-             what=f"{count} {mechanism} pods Running",
-             describe=lambda: f"{sum(1 for n in names if (s := podwatch.stamps.get(n)) and s.running)} Running")
+    def settled(name: str) -> bool:
+        stamp = podwatch.stamps.get(name)
+        return bool(stamp and (stamp.running or stamp.failed))
+
+    wait_for(lambda: all(settled(n) for n in names), timeout=600, interval=1,
+             what=f"{count} {mechanism} pods Running or failed",
+             describe=lambda: f"{sum(map(settled, names))} of {count} Running or failed")
     stamps = [podwatch.stamps[n] for n in names]
     for name in names:
         api.delete("v1", "Pod", name, ns)
     wait_for(lambda: not api.list("v1", "Pod", ns), timeout=600, interval=2, what=f"the {mechanism} pods to be gone")
+    return batch_of(mechanism, stamps)
+
+
+def batch_of(mechanism: str, stamps: list[Stamps]) -> Batch:
+    """Latency over the pods that started; throughput over the pods bound (a pod may fail after binding)."""
     start = min(s.seen for s in stamps)
-    bound = sorted(s.bound - start for s in stamps)
-    return Batch(mechanism, [s.running - s.bound for s in stamps], bound, count / max(bound[-1], 1e-3))
+    bound = sorted(s.bound - start for s in stamps if s.bound is not None)
+    return Batch(mechanism, [s.running - s.bound for s in stamps if s.running], bound,
+                 len(bound) / max(bound[-1] if bound else 0, 1e-3), [s.failed for s in stamps if s.failed])
 
 
 def summarise(batches: list[Batch]) -> dict:
     per = {m: [b for b in batches if b.mechanism == m] for m in MECHANISMS}
     pooled = {m: [x for b in bs for x in b.latencies] for m, bs in per.items()}
+    failed = {m: [reason for b in bs for reason in b.failed] for m, bs in per.items()}
+    if empty := [m for m, xs in pooled.items() if not xs]:
+        raise RuntimeError(f"no {empty[0]} pod started, nothing to compare: {'; '.join(sorted(set(failed[empty[0]])))}")
     latency = {m: statistics.median(xs) for m, xs in pooled.items()}
-    p90 = {m: statistics.quantiles(xs, n=10)[-1] for m, xs in pooled.items()}
+    p90 = {m: statistics.quantiles(xs, n=10)[-1] if len(xs) > 1 else xs[0] for m, xs in pooled.items()}
     throughput = {m: statistics.median(b.pods_per_s for b in bs) for m, bs in per.items()}
     base = "device-plugin"
     return {"bound_to_running_median_s": latency, "bound_to_running_p90_s": p90, "pods_bound_per_s": throughput,
+            "failed_to_start": {m: len(reasons) for m, reasons in failed.items()},
+            "failure_reasons": {m: sorted(set(reasons)) for m, reasons in failed.items()},
             "ratio_to_device_plugin": {m: {"latency": latency[m] / latency[base],
                                            "throughput": throughput[m] / throughput[base]} for m in MECHANISMS}}
 
@@ -189,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = lifecycle.ensure(ClusterSpec("mixed", version), images)
     api = Api(cluster.kubeconfig)
     ns = f"bench-{uuid.uuid4().hex[:6]}"
+    podwatch: PodWatch | None = None
     try:
         driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)
         driver_setup.wait_published(api, profile)
@@ -202,10 +238,13 @@ def main(argv: list[str] | None = None) -> int:
             for mechanism in order:
                 batch = run_batch(api, ns, profile, podwatch, mechanism, args.pods)
                 batches.append(batch)
-                print(f"round {r + 1} {mechanism:15s}: bound->running median {statistics.median(batch.latencies) * 1000:.0f} ms, "
-                      f"{batch.pods_per_s:.1f} pods bound/s", flush=True)
-        podwatch.stop()
+                median = f"{statistics.median(batch.latencies) * 1000:.0f} ms" if batch.latencies else "-"
+                failed = f", {len(batch.failed)} failed to start" if batch.failed else ""
+                print(f"round {r + 1} {mechanism:15s}: bound->running median {median}, "
+                      f"{batch.pods_per_s:.1f} pods bound/s{failed}", flush=True)
     finally:
+        if podwatch:
+            podwatch.stop()
         if not args.keep:
             lifecycle.delete(cluster.name)
     result = {"cluster": cluster.name, "rounds": args.rounds, "pods_per_batch": args.pods, **summarise(batches),
@@ -213,11 +252,16 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(result, indent=2))
     plots = plot(batches, args.out)
-    print(f"{'mechanism':15s} {'median ms':>10s} {'p90 ms':>8s} {'pods/s':>7s} {'latency x':>10s} {'throughput x':>13s}")
+    print(f"{'mechanism':15s} {'median ms':>10s} {'p90 ms':>8s} {'pods/s':>7s} {'latency x':>10s} {'throughput x':>13s} "
+          f"{'failed':>7s}")
     for m in MECHANISMS:
         ratio = result["ratio_to_device_plugin"][m]
         print(f"{m:15s} {result['bound_to_running_median_s'][m] * 1000:10.0f} {result['bound_to_running_p90_s'][m] * 1000:8.0f} "
-              f"{result['pods_bound_per_s'][m]:7.1f} {ratio['latency']:10.2f} {ratio['throughput']:13.2f}")
+              f"{result['pods_bound_per_s'][m]:7.1f} {ratio['latency']:10.2f} {ratio['throughput']:13.2f} "
+              f"{result['failed_to_start'][m]:7d}")
+    for m, reasons in result["failure_reasons"].items():
+        for reason in reasons:
+            print(f"{m} pods failed to start: {reason}")
     print(f"(x: ratio to device-plugin) JSON and plots in {args.out}: {', '.join(p.name for p in plots)}")
     return 0
 

@@ -80,3 +80,34 @@ def test_pod_watch_resumes_after_the_stream_breaks(monkeypatch: pytest.MonkeyPat
     podwatch.stop()
     assert fake.resumed_from[:2] == [None, "7"], "the second stream resumes where the first ended"
     assert podwatch.stamps["p-0"].bound and podwatch.stamps["p-0"].running
+
+
+def _failed_pod(reason: str | None, message: str | None) -> SimpleNamespace:
+    ended = SimpleNamespace(reason=reason, message=message)
+    container = SimpleNamespace(state=SimpleNamespace(terminated=ended))
+    return SimpleNamespace(status=SimpleNamespace(phase="Failed", reason=None, container_statuses=[container]))
+
+
+def test_a_pod_that_failed_to_start_says_why_in_one_line() -> None:
+    pod = _failed_pod("StartError", "runc create failed: unable to freeze\n")
+    assert bench.failure_reason(pod) == "StartError: runc create failed: unable to freeze"
+    no_containers = SimpleNamespace(status=SimpleNamespace(phase="Failed", reason="Evicted", container_statuses=None))
+    assert bench.failure_reason(no_containers) == "Evicted"
+
+
+def test_pods_that_failed_to_start_are_counted_not_timed() -> None:
+    stamps = [bench.Stamps(seen=0.0, bound=1.0, running=1.5), bench.Stamps(seen=0.2, bound=2.0, running=3.0),
+              bench.Stamps(seen=0.1, bound=1.5, failed="StartError: unable to freeze")]
+    batch = bench.batch_of("dra-extended", stamps)
+    assert batch.latencies == [0.5, 1.0] and batch.failed == ["StartError: unable to freeze"]
+    assert batch.bound_offsets == [1.0, 1.5, 2.0] and batch.pods_per_s == 1.5
+    result = summarise(_batches() + [batch])
+    assert result["failed_to_start"] == {"dra-extended": 1, "device-plugin": 0, "claim-template": 0}
+    assert result["failure_reasons"]["dra-extended"] == ["StartError: unable to freeze"]
+
+
+def test_a_mechanism_with_no_pod_started_is_an_error_naming_why() -> None:
+    nothing = Batch("claim-template", [], [1.0], 1.0, ["StartError: unable to freeze"])
+    batches = [b for b in _batches() if b.mechanism != "claim-template"] + [nothing]
+    with pytest.raises(RuntimeError, match="no claim-template pod started.*unable to freeze"):
+        summarise(batches)
