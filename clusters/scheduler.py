@@ -4,11 +4,15 @@ A KubeSchedulerConfiguration keeps `default-scheduler` as kubeadm made it and ad
 profiles, which pods pick through `spec.schedulerName`; so tests can use their own scoring
 without changing how any other pod is placed. The file goes to the control-plane node under a
 name holding its hash, so that a different configuration is a different static pod manifest and
-the kubelet restarts the scheduler; `reset` puts kubeadm's manifest back.
+the kubelet restarts the scheduler; `reset` puts kubeadm's manifest back. `paused` stops the
+scheduler for a while, so that a benchmark can create its pods first and then time their
+scheduling alone.
 """
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -16,9 +20,12 @@ import yaml
 from clusters import health
 from clusters.nodes import KindNodes, Node
 from clusters.shell import progress
+from kube.api import TRANSIENT_ERRORS, Api
+from kube.waits import wait_for
 
 MANIFEST = "/etc/kubernetes/manifests/kube-scheduler.yaml"
 ORIGINAL = "/etc/kubernetes/kep5004-kube-scheduler.yaml.orig"  # outside the manifest directory
+PAUSED = "/etc/kubernetes/kep5004-kube-scheduler.yaml.paused"  # likewise: the kubelet stops what leaves it
 CONFIG_DIR = "/etc/kubernetes/kep5004-scheduler"
 KUBECONFIG = "/etc/kubernetes/scheduler.conf"
 VOLUME = "kep5004-scheduler-config"
@@ -80,3 +87,21 @@ def reset(kubeconfig: Path, nodes: KindNodes) -> None:
     node.write(MANIFEST, node.read(ORIGINAL))
     node.sh(f"rm -rf {ORIGINAL} {CONFIG_DIR}")
     health.wait_static_pods(kubeconfig, node.name, COMPONENT, "--kubeconfig=", absent="--config=")
+
+
+@contextmanager
+def paused(kubeconfig: Path, nodes: KindNodes) -> Iterator[None]:
+    """No kube-scheduler inside the block: pods created there wait unbound. It runs again (as it
+    was configured) when the block ends, also on error; returns once it is Ready."""
+    node, api = _control_plane(nodes), Api(kubeconfig)
+    running = f"crictl ps --state running -q --name '^{COMPONENT[0]}$'"
+    progress(f"{nodes.cluster}: kube-scheduler paused")
+    node.sh(f"mv {MANIFEST} {PAUSED}")
+    try:
+        wait_for(lambda: health.static_pod(api, COMPONENT[0], node.name) is None and not node.sh(running).strip(),
+                 timeout=120, interval=1, what=f"{COMPONENT[0]} on {node.name} to stop", transient=TRANSIENT_ERRORS)
+        yield
+    finally:
+        node.sh(f"mv {PAUSED} {MANIFEST}")
+        progress(f"{nodes.cluster}: kube-scheduler running again")
+        health.wait_static_pods(kubeconfig, node.name, COMPONENT, COMPONENT[0])

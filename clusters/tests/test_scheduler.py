@@ -1,0 +1,45 @@
+"""Pausing kube-scheduler (no cluster: the node records what it was asked to run)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusters import scheduler
+from clusters.nodes import KindNodes
+
+
+class Node:
+    name, role = "kind-control-plane", "control-plane"
+
+    def __init__(self) -> None:
+        self.scripts: list[str] = []
+
+    def sh(self, script: str, input: str | None = None, timeout: float = 600) -> str:
+        self.scripts.append(script)
+        return ""  # no scheduler container running
+
+
+@pytest.fixture
+def node(monkeypatch: pytest.MonkeyPatch) -> Node:
+    node, waited = Node(), []
+    monkeypatch.setattr(scheduler, "Api", lambda kubeconfig: None)
+    monkeypatch.setattr(scheduler.health, "static_pod", lambda api, component, name: None)
+    monkeypatch.setattr(scheduler.health, "wait_static_pods",
+                        lambda kubeconfig, name, components, marker: node.scripts.append(f"ready {marker}"))
+    return node
+
+
+def test_the_scheduler_is_stopped_inside_and_running_again_after(node: Node) -> None:
+    with scheduler.paused(Path("kubeconfig"), KindNodes("kind", (node,))):
+        inside = list(node.scripts)
+    assert inside[0] == f"mv {scheduler.MANIFEST} {scheduler.PAUSED}"
+    assert inside[1] == "crictl ps --state running -q --name '^kube-scheduler$'"
+    assert node.scripts[len(inside):] == [f"mv {scheduler.PAUSED} {scheduler.MANIFEST}", "ready kube-scheduler"]
+
+
+def test_the_scheduler_runs_again_when_the_block_fails(node: Node) -> None:
+    with pytest.raises(RuntimeError):
+        with scheduler.paused(Path("kubeconfig"), KindNodes("kind", (node,))):
+            raise RuntimeError("creating the pods failed")
+    assert node.scripts[-2:] == [f"mv {scheduler.PAUSED} {scheduler.MANIFEST}", "ready kube-scheduler"]
