@@ -22,7 +22,7 @@ class Node:
 
 @pytest.fixture
 def node(monkeypatch: pytest.MonkeyPatch) -> Node:
-    node, waited = Node(), []
+    node = Node()
     monkeypatch.setattr(scheduler, "Api", lambda kubeconfig: None)
     monkeypatch.setattr(scheduler.health, "static_pod", lambda api, component, name: None)
     monkeypatch.setattr(scheduler.health, "wait_static_pods",
