@@ -7,6 +7,7 @@ from pathlib import Path
 
 from clusters import lifecycle
 from clusters.images import ImagesMissingError
+from clusters.lease import ClusterInUseError
 from clusters.shell import CommandError
 from clusters.topology import TOPOLOGIES, ClusterSpec, TopologyError, parse_gates
 from clusters.versions import UnknownVersionError, resolve
@@ -34,9 +35,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{cluster.name}: KUBECONFIG={cluster.kubeconfig}")
         elif args.command == "down":
             names = [n for n in lifecycle.existing_clusters() if n.startswith("kep5004-")] if args.all else args.names
+            in_use = []
             for name in names:
-                lifecycle.delete(name)
-                print(f"deleted {name}")
+                try:
+                    lifecycle.delete(name)
+                    print(f"deleted {name}")
+                except ClusterInUseError as err:  # the others can still go
+                    in_use.append(str(err))
+            if in_use:
+                raise ClusterInUseError("; ".join(in_use))
         elif args.command == "list":
             print("\n".join(n for n in lifecycle.existing_clusters() if n.startswith("kep5004-")))
         else:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pytest_kind import KindCluster
 
-from clusters import health, network
+from clusters import health, lease, network
 from clusters.host import HostFacts, require_engine
 from clusters.images import BuiltImages
 from clusters.paths import state_dir
@@ -104,6 +104,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     were exported to `failure_logs` (default: <state>/failed/<name>-<time>), so the cause is kept.
     """
     require_engine()
+    lease.take(spec.name)  # before anything is reused or replaced: it may be another run's
     images = images or BuiltImages.load()
     host = host or HostFacts.detect()
     for tool in (kind_bin(), kubernetes_bin(spec.version, "kubectl")):
@@ -174,6 +175,9 @@ def export_logs(name: str, dest: Path) -> Path:
 
 
 def delete(name: str) -> None:
+    """Delete the cluster, unless another process holds its lease (ClusterInUseError)."""
+    lease.take(name)
     if kind_bin().exists():
         run([str(kind_bin()), "delete", "cluster", "--name", name], check=False)
     shutil.rmtree(_cluster_dir(name), ignore_errors=True)
+    lease.give_back(name)

@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     images = BuiltImages.load()
     # As many GPUs per node as pods in a batch: a batch measures the mechanism, not a queue for devices.
     profile = dataclasses.replace(load("fake-gpu"), device_counts={"*": args.pods})
-    cluster = lifecycle.ensure(ClusterSpec("mixed", version), images)
+    cluster = lifecycle.ensure(ClusterSpec("mixed", version, purpose="bench"), images)  # its own: never a run's
     api = Api(cluster.kubeconfig)
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     podwatch: PodWatch | None = None
