@@ -289,13 +289,10 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
                 with StageLog(report.out).step(f"{spec.topology} driver", report.out):
                     api = Api(cluster.kubeconfig)
                     if previous is not None:
-                        # The last tests' namespaces first: a pod still terminating when its
-                        # driver goes can never have its claim unprepared, and stays (with the
-                        # claim and its namespace) for good.
-                        swept = cleanup.sweep(api)
-                        log(f"{spec.topology}: removing the fake driver of profile {previous.profile.name}"
-                            + (f" once {len(swept)} object(s) of its tests were gone" if swept else ""))
-                        driver_setup.uninstall_fake_driver(cluster.kubectl, previous.profile, images.driver)
+                        log(f"{spec.topology}: removing the fake driver of profile {previous.profile.name}")
+                        swept = driver_setup.remove_fake_driver(api, cluster.kubectl, previous.profile, images.driver)
+                        if swept:
+                            log(f"{spec.topology}: {len(swept)} object(s) of its tests went first")
                     previous = report
                     ready = install_and_check_driver(api, cluster.kubectl, report, images, args, spec.topology)
                 codes = stage(cluster.kubeconfig, args, report)
@@ -414,13 +411,17 @@ def on_existing(args: argparse.Namespace, arg: str, profile: profiles.Profile) -
         log(f"existing cluster: {type(err).__name__}: {err}")
     finally:
         finish(report)
-        if not args.keep_namespaces:  # also what tests left when interrupted before their teardown
-            swept = cleanup.sweep(api)
+        # What the tests left (also when interrupted before their teardown) goes unless asked to
+        # stay; what the suite installed, it removes.
+        sweep = not args.keep_namespaces
+        if args.install_fake_driver and not args.keep:
+            log("removing the fake driver the suite installed")
+            swept = driver_setup.remove_fake_driver(api, kubectl, profile, BuiltImages.load().driver, sweep=sweep)
+        else:
+            swept = cleanup.sweep(api) if sweep else []
+        if sweep:
             log(f"removed {len(swept)} object(s) the suite had left: {', '.join(swept)}" if swept else
                 "nothing the suite created is left in the cluster")
-        if args.install_fake_driver and not args.keep:  # what the suite installed, it removes
-            log("removing the fake driver the suite installed")
-            driver_setup.uninstall_fake_driver(kubectl, profile, BuiltImages.load().driver)
     return 0 if passed else 1
 
 

@@ -10,7 +10,7 @@ import json
 import time
 from collections import Counter
 
-from conformance.lib import pods
+from conformance.lib import cleanup, pods
 from conformance.lib.profile import Profile
 from fake_driver import manifests
 from kube.api import Api
@@ -38,6 +38,15 @@ def uninstall_fake_driver(kubectl, profile: Profile, image: str) -> None:
     values = fake_driver_values(profile, image)
     kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", input=manifests.render_deviceclasses(values))
     kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", input=manifests.render_driver(values))
+
+
+def remove_fake_driver(api: Api, kubectl, profile: Profile, image: str, sweep: bool = True) -> list[str]:
+    """Uninstall the fake driver, after the suite's objects are gone (unless not `sweep`): a pod
+    still terminating when its driver goes can never have its claim unprepared, and stays (with
+    the claim and its namespace) for good. Returns what was swept."""
+    swept = cleanup.sweep(api) if sweep else []
+    uninstall_fake_driver(kubectl, profile, image)
+    return swept
 
 
 def dra_nodes(api: Api, profile: Profile) -> list[str]:

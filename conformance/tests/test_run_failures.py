@@ -91,7 +91,7 @@ def test_driver_error_deletes_the_cluster_it_made(kind):
 def test_profiles_take_turns_on_one_cluster_each_with_its_own_report(kind, monkeypatch):
     removed = []
     monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({"DRIVER_IMAGE": "driver:1"})))
-    monkeypatch.setattr(run.cleanup, "sweep", lambda api: removed.append("the tests' objects") or ["Namespace/kep5004-x"])
+    monkeypatch.setattr(run.driver_setup.cleanup, "sweep", lambda api: removed.append("the tests' objects") or ["Namespace/kep5004-x"])
     monkeypatch.setattr(run.driver_setup, "uninstall_fake_driver", lambda kubectl, profile, image: removed.append(profile.name))
     monkeypatch.setattr(run, "main_stages", lambda kubeconfig, args, report: [0 if report.profile.name == "fake-gpu" else 1])
     assert run.main(["--k8s-versions", "1.37", "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--profile", "fake-gpu,example-gpu",
