@@ -3,9 +3,10 @@
 kind mode (default): per Kubernetes version, build/reuse a kind cluster (topology `dra`),
 deploy the fake driver as each profile describes it (one after the other on the same cluster),
 run the suite (a parallel stage, then a serial one), then the mixed-node tests on a `mixed`
-cluster the same way, and, with the first profile, on an `in-place` cluster the faults, the gate
-cycle (where the gate is locked on, with the control plane emulating the previous minor) and
-then the upgrade to the neighbouring pinned minor and back; a report per version and profile.
+cluster the same way; alongside those (unless --one-cluster-at-a-time), with the first profile, on
+an `in-place` cluster the faults, the gate cycle (where the gate is locked on, with the control
+plane emulating the previous minor) and then the upgrade to the neighbouring pinned minor and
+back; a report per version and profile.
 Existing-cluster mode (--kubeconfig): the same against a cluster and driver you bring,
 creating no kind cluster. Reports go to --out/<target>/: JUnit XML, Allure results,
 summary.json/.md per requirement, and a results bundle (.tar.gz).
@@ -13,15 +14,18 @@ summary.json/.md per requirement, and a results bundle (.tar.gz).
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
+from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +71,10 @@ MIXED_SUITE = SUITE / "mixed"            # nodes serving the name both ways
 GATE_CYCLE_SUITE = SUITE / "gate_cycle"  # switches the gate off and on in place
 FAULTS_SUITE = SUITE / "faults"          # kills and restarts components and nodes in place
 UPGRADE_SUITE = SUITE / "upgrade"        # changes the Kubernetes version in place
+# Set on an interrupt: signals reach only the main thread, so a lane running in another thread learns
+# of it here (before its next stage) and its running stage is stopped through STAGE_PROCESSES.
+STOPPING = threading.Event()
+STAGE_PROCESSES: set[subprocess.Popen] = set()
 # The suite's pytest settings: the checkout's pyproject.toml and conftest.py (found by pytest in
 # REPO_ROOT), or, installed, the copy of them shipped with the suite.
 PYTEST_CONFIG = [] if IN_CHECKOUT else ["-c", str(SUITE / "pytest-installed.ini"), f"--rootdir={REPO_ROOT}"]
@@ -119,17 +127,22 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
            *(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else [])]
     if workers > 1:
         cmd += ["-n", str(workers)]
+    stop_if_stopping()
     log(f"stage {name} ({report.profile.name}): {' '.join(cmd[3:])}")
     start = time.monotonic()
     # Its own process group, so that an interrupt reaches pytest AND its xdist workers (which
     # would otherwise go on creating namespaces after the sweep), and only through us.
     stage_pytest = subprocess.Popen(cmd, cwd=REPO_ROOT, start_new_session=True)
+    STAGE_PROCESSES.add(stage_pytest)
     try:
         code = stage_pytest.wait()
+        stop_if_stopping()  # stopped by the main thread for an interrupt: not a verdict
     except KeyboardInterrupt:
         stop_process_group(stage_pytest)
         StageLog(out).add(name, time.monotonic() - start, error="interrupted")
         raise
+    finally:
+        STAGE_PROCESSES.discard(stage_pytest)
     log(f"stage {name}: exit {code} after {time.monotonic() - start:.0f} s")
     StageLog(out).add(name, time.monotonic() - start, exit=code)
     return 0 if code == 5 else code  # 5: the stage selected no test; a signal gives a negative code
@@ -148,6 +161,18 @@ def stop_process_group(process: subprocess.Popen, grace: float = 60) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def stop_if_stopping() -> None:
+    if STOPPING.is_set():
+        raise KeyboardInterrupt("another lane was interrupted")
+
+
+def stop_every_stage() -> None:
+    """After an interrupt: every lane stops before its next step, and running stages now."""
+    STOPPING.set()
+    for process in list(STAGE_PROCESSES):
+        stop_process_group(process)
 
 
 def main_stages(kubeconfig: Path, args: argparse.Namespace, report: Report) -> list[int]:
@@ -177,6 +202,35 @@ class Step:
     topology: str
     stage: Stage
     every_profile: bool  # False: the first profile only (stages about Kubernetes changing in place)
+    own_lane: bool = False  # True: runs alongside the other steps, on its cluster, from the start
+
+
+def lanes(plan: list[Step], one_cluster_at_a_time: bool) -> list[list[Step]]:
+    """The plan as lanes that run at once, each its steps in order: the steps of their own lane
+    apart from the rest. Most of a stage's time is spent waiting for the cluster (three versions
+    at once took 1.4 times as long as one alone, on two cores), so a second cluster at work gains
+    more than it costs."""
+    if one_cluster_at_a_time:
+        return [plan]
+    return [lane for lane in ([s for s in plan if not s.own_lane], *([s] for s in plan if s.own_lane)) if lane]
+
+
+def run_lanes(plan: list[list[Step]], run_step: Callable[[Step], bool]) -> bool:
+    """The first lane in this thread, the others in threads of their own; every step runs even
+    after another failed. An interrupt (only ever raised here) stops the other lanes' stages, and
+    returns once those lanes have cleaned up (their clusters deleted)."""
+    def lane(steps: list[Step]) -> bool:
+        return all([run_step(step) for step in steps])
+
+    with futures.ThreadPoolExecutor(max(1, len(plan) - 1)) as pool:
+        others = [pool.submit(lane, steps) for steps in plan[1:]]
+        try:
+            passed = lane(plan[0]) if plan else True
+            return all([other.result() for other in others]) and passed
+        except BaseException:
+            stop_every_stage()
+            futures.wait(others)
+            raise
 
 
 def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, bool]) -> list[Step]:
@@ -201,7 +255,8 @@ def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, b
     if not args.no_upgrade and upgrade_partner(version):
         in_place.append(("upgrade", UPGRADE_SUITE))
     if in_place:
-        plan.append(Step("in-place", serial_suites_stage(in_place), False))
+        # The longest steps (about 20 minutes): alongside the others, on their own cluster.
+        plan.append(Step("in-place", serial_suites_stage(in_place), False, own_lane=True))
     return plan
 
 
@@ -277,6 +332,8 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
     """One stage on a cluster made for it, once per report's profile (the fake driver of one
     profile is removed before the next one's is deployed); the cluster goes afterwards (unless
     --keep), whatever happened. True when every profile's stage passed."""
+    # Copies: each cluster has its own preflight file, and two lanes may share a report.
+    reports = [copy.copy(r) for r in reports]
     first = reports[0].out
     cluster = None
     passed = True
@@ -287,6 +344,7 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
         for report in reports:
             try:
                 with StageLog(report.out).step(f"{spec.topology} driver", report.out):
+                    stop_if_stopping()  # an interrupt came while this lane's cluster was being made
                     api = Api(cluster.kubeconfig)
                     if previous is not None:
                         log(f"{spec.topology}: removing the fake driver of profile {previous.profile.name}")
@@ -295,6 +353,7 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
                             log(f"{spec.topology}: {len(swept)} object(s) of its tests went first")
                     previous = report
                     ready = install_and_check_driver(api, cluster.kubectl, report, images, args, spec.topology)
+                    stop_if_stopping()
                 codes = stage(cluster.kubeconfig, args, report)
                 passed &= ready and all(code == 0 for code in codes)
             except Exception as err:  # recorded by the step; the next profile or topology may still give verdicts
@@ -351,13 +410,15 @@ def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]
             reports.append(Report(profile, arg, out, base_context(out.name, profile, version.tag, gate),
                                   time.monotonic()))
         outs += [r.out for r in reports]
+        def run_step(step: Step) -> bool:
+            if not step.every_profile:  # the other reports say where those requirements were checked
+                for report in reports[1:]:
+                    report.context["first_profile_only"] = reports[0].profile.name
+            return on_kind_cluster(ClusterSpec(step.topology, version, gates=gates), step.stage, images,
+                                   reports if step.every_profile else reports[:1], args)
+
         try:
-            for step in kind_plan(version, args, gates):
-                if not step.every_profile:  # the other reports say where those requirements were checked
-                    for report in reports[1:]:
-                        report.context["first_profile_only"] = reports[0].profile.name
-                passed &= on_kind_cluster(ClusterSpec(step.topology, version, gates=gates), step.stage, images,
-                                          reports if step.every_profile else reports[:1], args)
+            passed &= run_lanes(lanes(kind_plan(version, args, gates), args.one_cluster_at_a_time), run_step)
         finally:  # after an interrupt too: the partial summary shows the interrupted stage
             for report in reports:
                 finish(report)
@@ -440,6 +501,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
     p.add_argument("--jobs", type=int, default=1,
                    help="kind mode: run this many versions at once, each in its own process and clusters")
+    p.add_argument("--one-cluster-at-a-time", action="store_true",
+                   help="kind mode: a version's clusters one after the other, not the in-place stages' cluster "
+                        "alongside the others (less memory and CPU at once, a longer run)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
     p.add_argument("--no-mixed", action="store_true", help="skip the mixed device-plugin/DRA stage")
     p.add_argument("--no-faults", action="store_true",

@@ -10,6 +10,7 @@ writes one JSON line per test phase, with the checks it recorded, to the file gi
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,5 +100,10 @@ class ResultsWriter:
         record = {"test": report.nodeid, "when": report.when, "outcome": report.outcome,
                   "requirements": [i for i in ids.split(",") if i], "duration": round(report.duration, 2),
                   "message": _message(report), "checks": [vars(c) for c in new]}
-        with open(self.path, "a") as out:
-            out.write(json.dumps(record) + "\n")
+        # One write(2) on an O_APPEND descriptor: two stages may append to one file at once (the
+        # in-place lane runs alongside), and a buffered file could split a long line in two writes.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(record) + "\n").encode())
+        finally:
+            os.close(fd)

@@ -179,3 +179,49 @@ def test_jobs_hands_each_version_to_a_run_of_its_own_and_fails_when_one_fails(ki
                                                     "--out", str(Path("rel").absolute())]
     assert kind["clusters"] == [], "the parent makes no cluster itself"
     assert (Path("rel") / "coverage.md").exists()
+
+
+@pytest.fixture
+def lanes_state():
+    yield
+    run.STOPPING.clear()
+
+
+def step(name: str) -> run.Step:
+    return run.Step(name, lambda kubeconfig, args, report: [0], True)
+
+
+def test_lanes_run_at_once_and_every_step_runs_after_a_failure(lanes_state):
+    import threading
+    other_started, ran = threading.Event(), []
+
+    def run_step(s: run.Step) -> bool:
+        if s.topology == "dra":  # the first lane waits for the second one to be under way
+            assert other_started.wait(10), "the second lane did not start alongside the first"
+        other_started.set()
+        ran.append(s.topology)
+        return s.topology != "mixed"
+
+    assert run.run_lanes([[step("dra"), step("mixed")], [step("in-place")]], run_step) is False
+    assert sorted(ran) == ["dra", "in-place", "mixed"]
+
+
+def test_an_interrupt_in_the_first_lane_stops_the_others_before_their_next_step(lanes_state):
+    import threading
+    second_running, ran = threading.Event(), []
+
+    def run_step(s: run.Step) -> bool:
+        if s.topology == "dra":
+            second_running.wait(10)
+            raise KeyboardInterrupt
+        second_running.set()
+        while not run.STOPPING.is_set():  # a stage, until the main thread stops it
+            threading.Event().wait(0.01)
+        ran.append(s.topology)
+        run.stop_if_stopping()
+        ran.append("never")
+        return True
+
+    with pytest.raises(KeyboardInterrupt):
+        run.run_lanes([[step("dra")], [step("faults"), step("upgrade")]], run_step)
+    assert ran == ["faults"], "the other lane stopped, and took no further step"

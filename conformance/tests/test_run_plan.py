@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from clusters.versions import supported_versions, upgrade_partner
-from conformance.run import kind_plan
+from conformance.run import kind_plan, lanes
 
 ALL = argparse.Namespace(no_mixed=False, no_faults=False, no_gate_cycle=False, no_upgrade=False)
 
@@ -39,3 +39,12 @@ def test_every_profile_gets_the_main_and_mixed_stages_the_first_one_the_in_place
     plan = kind_plan(min(supported_versions()), ALL, {})
     assert {step.topology: step.every_profile for step in plan} == {
         "dra": True, "mixed": True, "in-place": False}
+
+
+def test_the_in_place_cluster_runs_alongside_unless_one_cluster_at_a_time() -> None:
+    plan = kind_plan(min(supported_versions()), ALL, {})
+    assert [[s.topology for s in lane] for lane in lanes(plan, False)] == [["dra", "mixed"], ["in-place"]]
+    assert [[s.topology for s in lane] for lane in lanes(plan, True)] == [["dra", "mixed", "in-place"]]
+    only_main = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
+    assert [[s.topology for s in lane] for lane in lanes(kind_plan(min(supported_versions()), only_main, {}), False)] \
+        == [["dra"]]
