@@ -2,9 +2,9 @@
 
 kind mode (default): per Kubernetes version, build/reuse a kind cluster (topology `dra`),
 deploy the fake driver as each profile describes it (one after the other on the same cluster),
-run the suite (a parallel stage, then a serial one), then the mixed-node tests on a `mixed`
-cluster the same way; alongside those (unless --one-cluster-at-a-time), with the first profile, on
-an `in-place` cluster the faults, the gate cycle (where the gate is locked on, with the control
+run the suite (a parallel stage, then a serial one); alongside (unless --one-cluster-at-a-time)
+the mixed-node tests on a `mixed` cluster the same way and, with the first profile, on an
+`in-place` cluster the faults, the gate cycle (where the gate is locked on, with the control
 plane emulating the previous minor) and then the upgrade to the neighbouring pinned minor and
 back; a report per version and profile.
 Existing-cluster mode (--kubeconfig): the same against a cluster and driver you bring,
@@ -206,8 +206,8 @@ class Step:
 
 
 def lanes(plan: list[Step], one_cluster_at_a_time: bool) -> list[list[Step]]:
-    """The plan as lanes that run at once, each its steps in order: the steps of their own lane
-    apart from the rest. Most of a stage's time is spent waiting for the cluster (three versions
+    """The plan as lanes that run at once, each its steps in order: each step of its own lane
+    alone, the rest together. Most of a stage's time is spent waiting for the cluster (three versions
     at once took 1.4 times as long as one alone, on two cores), so a second cluster at work gains
     more than it costs."""
     if one_cluster_at_a_time:
@@ -237,7 +237,7 @@ def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, b
     """The stages to run for one version, each on a cluster of its own topology."""
     plan = [Step("dra", main_stages, True)]
     if not args.no_mixed:
-        plan.append(Step("mixed", mixed_stage, True))
+        plan.append(Step("mixed", mixed_stage, True, own_lane=True))  # its own cluster: from the start too
     if gates:
         log(f"{version.tag}: no gate-cycle or upgrade stage with --feature-gates (they start from the defaults)")
         return plan

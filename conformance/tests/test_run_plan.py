@@ -43,7 +43,7 @@ def test_every_profile_gets_the_main_and_mixed_stages_the_first_one_the_in_place
 
 def test_the_in_place_cluster_runs_alongside_unless_one_cluster_at_a_time() -> None:
     plan = kind_plan(min(supported_versions()), ALL, {})
-    assert [[s.topology for s in lane] for lane in lanes(plan, False)] == [["dra", "mixed"], ["in-place"]]
+    assert [[s.topology for s in lane] for lane in lanes(plan, False)] == [["dra"], ["mixed"], ["in-place"]]
     assert [[s.topology for s in lane] for lane in lanes(plan, True)] == [["dra", "mixed", "in-place"]]
     only_main = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
     assert [[s.topology for s in lane] for lane in lanes(kind_plan(min(supported_versions()), only_main, {}), False)] \
