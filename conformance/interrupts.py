@@ -3,7 +3,9 @@
 Starts the conformance job (default version, first profile, main stages) again and again and
 stops it at a different point each time: while its kind cluster is being created, while the
 driver is deployed, and while tests run; once with SIGINT to its whole process group (Ctrl-C in a
-terminal) and once with SIGTERM to the runner alone (`kill`, a cancelled CI job). Each trial
+terminal) and once with SIGTERM to the runner alone (`kill`, a cancelled CI job); then in a test
+again with the mixed cluster's lane at work alongside (a thread: the signal reaches only the
+main one), and with two versions at once. Each trial
 passes only if the run exits non-zero, leaves no new kind node container (hence no cluster,
 namespace or DeviceClass of it) behind, and writes a summary whose stage list says where it
 was interrupted.
@@ -46,6 +48,8 @@ POINTS: dict[str, tuple[str, float]] = {
 }
 # make conformance runs versions at once (--jobs): each child must clean up when its parent is stopped.
 AT_ONCE = "in a test, two versions at once"
+# and a version's clusters at once, in lanes (threads, which signals never reach): the mixed lane too.
+LANES = "in a test, the mixed lane alongside"
 # signal -> who gets it: a terminal's Ctrl-C reaches the whole foreground process group, `kill` one process
 SIGNALS = {"SIGINT to the group": (signal.SIGINT, True), "SIGTERM to the runner": (signal.SIGTERM, False)}
 BUILD_POINT = "building an image"
@@ -97,14 +101,14 @@ def interrupted_stage(out: Path) -> str | None:
     return "; ".join(marks) or None
 
 
-def trial(point: str, how: str, out: Path, versions: list[str]) -> Trial:
+def trial(point: str, how: str, out: Path, versions: list[str], lanes: bool = False) -> Trial:
     marker, delay = POINTS[point]
     sig, group = SIGNALS[how]
     out.mkdir(parents=True, exist_ok=True)
     log = (out / "run.log").open("w")
     cmd = [sys.executable, "-u", "-m", "conformance.run", "--k8s-versions", ",".join(versions),
            "--jobs", str(len(versions)), "--profile", "fake-gpu",
-           "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--out", str(out)]
+           *([] if lanes else ["--no-mixed"]), "--no-faults", "--no-gate-cycle", "--no-upgrade", "--out", str(out)]
     start, before = time.monotonic(), set(kind_containers())  # a soak may run next to us
     runner = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     reached = _wait_for_line(out / "run.log", marker, runner, timeout=900)
@@ -117,7 +121,7 @@ def trial(point: str, how: str, out: Path, versions: list[str]) -> Trial:
         os.killpg(runner.pid, signal.SIGKILL)
         code = None
     print(f"[interrupts] {point}, {how}: exit {code} after {time.monotonic() - start:.0f} s", file=sys.stderr)
-    return Trial(point if len(versions) == 1 else AT_ONCE, how, code if reached else None,
+    return Trial(LANES if lanes else point if len(versions) == 1 else AT_ONCE, how, code if reached else None,
                  sorted(set(kind_containers()) - before),
                  interrupted_stage(out), time.monotonic() - start)
 
@@ -204,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     trials = [build_trial(how, args.out / f"build-{i}", args.k8s_version) for i, how in enumerate(BUILD_SIGNALS)]
     trials += [trial(point, how, args.out / f"{i}", [args.k8s_version])
                for i, (point, how) in enumerate((pt, h) for pt in POINTS for h in SIGNALS)]
+    trials += [trial("in a test", how, args.out / f"lanes-{i}", [args.k8s_version], lanes=True)
+               for i, how in enumerate(SIGNALS)]
     if second:
         trials += [trial("in a test", how, args.out / f"at-once-{i}", [args.k8s_version, second])
                    for i, how in enumerate(SIGNALS)]
