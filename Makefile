@@ -17,7 +17,9 @@ DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEF
 venv: $(DEPS_STAMP)
 # Only the dependencies go into the shared venv; the project itself always runs from this
 # checkout (PYTHONPATH below), so several clones can share one venv.
-$(DEPS_STAMP): pyproject.toml
+# The stamp's name carries pyproject.toml's digest, so it has no prerequisite: a fresh clone's
+# newer pyproject.toml must not re-run pip (which asks the index about pip itself, ~10 s).
+$(DEPS_STAMP):
 	@python3.11 -m venv $(VENV) || { echo "Python 3.11 with venv is required" >&2; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(d.split("#")[0].strip() for d in p["dependencies"] + p["optional-dependencies"]["dev"] + p["optional-dependencies"]["bench"]))' > $(VENV)/requirements.txt
