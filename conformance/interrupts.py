@@ -88,16 +88,17 @@ def build_dirs() -> set[Path]:
     return set(work.iterdir()) if work.is_dir() else set()
 
 
-def interrupted_stage(out: Path) -> str | None:
-    """The stage each summary of the run marks as interrupted; None when there is no summary or
-    one of them marks none."""
+def interrupted_stage(out: Path, lanes: int = 1) -> str | None:
+    """The stages each summary of the run marks as interrupted; None when there is no summary or
+    one of them marks fewer than `lanes` (a run stopped with several lanes at work must mark the
+    stage of each)."""
     marks = []
     for summary in sorted(out.glob("*/summary.json")):
         stages = json.loads(summary.read_text())["context"].get("stages", [])
         cut = [s["stage"] for s in stages if s.get("error") == "interrupted" or (s.get("exit") or 0) < 0]
-        if not cut:
+        if len(cut) < lanes:
             return None
-        marks.append(f"{summary.parent.name}: {cut[0]}")
+        marks.append(f"{summary.parent.name}: {', '.join(cut)}")
     return "; ".join(marks) or None
 
 
@@ -123,7 +124,7 @@ def trial(point: str, how: str, out: Path, versions: list[str], lanes: bool = Fa
     print(f"[interrupts] {point}, {how}: exit {code} after {time.monotonic() - start:.0f} s", file=sys.stderr)
     return Trial(LANES if lanes else point if len(versions) == 1 else AT_ONCE, how, code if reached else None,
                  sorted(set(kind_containers()) - before),
-                 interrupted_stage(out), time.monotonic() - start)
+                 interrupted_stage(out, lanes=2 if lanes else 1), time.monotonic() - start)
 
 
 def build_trial(how: str, out: Path, version: str) -> Trial:
