@@ -17,12 +17,13 @@ SERVICE_SUBNET = "10.96.0.0/16"
 TOPOLOGIES: dict[str, tuple[str, ...]] = {
     "dra": ("dra", "dra"),
     "mixed": ("dra", "device-plugin"),
-    # A cluster that tests change in place (gate cycle, then upgrade and back): one DRA worker
-    # keeps the restarts of every component affordable on two cores.
+    # Clusters that tests change in place (faults, then upgrade and back; the gate switched off
+    # and on): one DRA worker keeps the restarts of every component affordable on two cores.
     "in-place": ("dra",),
+    "gate-cycle": ("dra",),
 }
 # Topologies whose clusters tests change in place: never reused, always made afresh.
-CHANGED_IN_PLACE = frozenset({"in-place"})
+CHANGED_IN_PLACE = frozenset({"in-place", "gate-cycle"})
 
 
 class TopologyError(ValueError):

@@ -3,10 +3,10 @@
 kind mode (default): per Kubernetes version, build/reuse a kind cluster (topology `dra`),
 deploy the fake driver as each profile describes it (one after the other on the same cluster),
 run the suite (a parallel stage, then a serial one); alongside (unless --one-cluster-at-a-time)
-the mixed-node tests on a `mixed` cluster the same way and, with the first profile, on an
-`in-place` cluster the faults, the gate cycle (where the gate is locked on, with the control
-plane emulating the previous minor) and then the upgrade to the neighbouring pinned minor and
-back; a report per version and profile.
+the mixed-node tests on a `mixed` cluster the same way, then with the first profile the gate
+cycle on a `gate-cycle` cluster (where the gate is locked on, with the control plane emulating
+the previous minor), and, with the first profile too, on an `in-place` cluster the faults and
+then the upgrade to the neighbouring pinned minor and back; a report per version and profile.
 Existing-cluster mode (--kubeconfig): the same against a cluster and driver you bring,
 creating no kind cluster. Reports go to --out/<target>/: JUnit XML, Allure results,
 summary.json/.md per requirement, and a results bundle (.tar.gz).
@@ -202,17 +202,17 @@ class Step:
     topology: str
     stage: Stage
     every_profile: bool  # False: the first profile only (stages about Kubernetes changing in place)
-    own_lane: bool = False  # True: runs alongside the other steps, on its cluster, from the start
+    lane: str = "main"  # steps of one lane run in order, on a cluster each; the lanes run at once
 
 
 def lanes(plan: list[Step], one_cluster_at_a_time: bool) -> list[list[Step]]:
-    """The plan as lanes that run at once, each its steps in order: each step of its own lane
-    alone, the rest together. Most of a stage's time is spent waiting for the cluster (three versions
-    at once took 1.4 times as long as one alone, on two cores), so a second cluster at work gains
-    more than it costs."""
+    """The plan as lanes that run at once, each its steps in order, in the order the plan names
+    them. A second cluster at work gains more than it costs while the host has cores to spare
+    (docs/timings.md: three lanes cut the full job from 48 to 31-38 min on two cores)."""
     if one_cluster_at_a_time:
         return [plan]
-    return [lane for lane in ([s for s in plan if not s.own_lane], *([s] for s in plan if s.own_lane)) if lane]
+    names = list(dict.fromkeys(step.lane for step in plan))
+    return [[step for step in plan if step.lane == name] for name in names]
 
 
 def run_lanes(plan: list[list[Step]], run_step: Callable[[Step], bool]) -> bool:
@@ -237,26 +237,25 @@ def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, b
     """The stages to run for one version, each on a cluster of its own topology."""
     plan = [Step("dra", main_stages, True)]
     if not args.no_mixed:
-        plan.append(Step("mixed", mixed_stage, True, own_lane=True))  # its own cluster: from the start too
+        plan.append(Step("mixed", mixed_stage, True, lane="mixed"))
     if gates:
         log(f"{version.tag}: no gate-cycle or upgrade stage with --feature-gates (they start from the defaults)")
         return plan
-    # The faults, the gate cycle (on versions whose gate is locked, with the control plane
-    # emulating the previous minor) and the upgrade to the neighbouring pinned minor and back
-    # share one cluster: each leaves it as it found it, and a cluster less saves a minute and a
-    # half. Faults come first, on the cluster as it was made. Killing components, switching gates
-    # and versions tests Kubernetes with a running driver; doing it again for every profile would
-    # double the job for little: the first profile runs them.
+    # Killing components, switching the gate and the version test Kubernetes with a running
+    # driver; doing it again for every profile would double the job for little: the first
+    # profile runs them. The faults and the upgrade to the neighbouring pinned minor and back
+    # share one cluster (each leaves it as it found it; faults first, on the cluster as made),
+    # the longest chain of the job; the gate cycle follows the mixed stage, the shortest, on a
+    # cluster of its own, so that no lane waits long for another (docs/timings.md, session 11).
+    if not args.no_gate_cycle:
+        plan.append(Step("gate-cycle", serial_suites_stage([("gate-cycle", GATE_CYCLE_SUITE)]), False, lane="mixed"))
     in_place = []
     if not args.no_faults:
         in_place.append(("faults", FAULTS_SUITE))
-    if not args.no_gate_cycle:
-        in_place.append(("gate-cycle", GATE_CYCLE_SUITE))
     if not args.no_upgrade and upgrade_partner(version):
         in_place.append(("upgrade", UPGRADE_SUITE))
     if in_place:
-        # The longest steps (about 20 minutes): alongside the others, on their own cluster.
-        plan.append(Step("in-place", serial_suites_stage(in_place), False, own_lane=True))
+        plan.append(Step("in-place", serial_suites_stage(in_place), False, lane="in-place"))
     return plan
 
 

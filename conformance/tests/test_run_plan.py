@@ -13,9 +13,9 @@ def topologies(version, args=ALL, gates=None) -> list[str]:
     return [step.topology for step in kind_plan(version, args, gates or {})]
 
 
-def test_every_version_gets_the_in_place_cluster_for_faults_gate_cycle_and_upgrade() -> None:
+def test_every_version_gets_clusters_for_the_gate_cycle_and_for_faults_and_upgrade() -> None:
     for version in supported_versions():
-        assert topologies(version) == ["dra", "mixed", "in-place"], version
+        assert topologies(version) == ["dra", "mixed", "gate-cycle", "in-place"], version
 
 
 def test_each_version_upgrades_to_a_neighbour_one_minor_away_and_the_newest_rolls_back_first() -> None:
@@ -32,19 +32,25 @@ def test_skip_flags_and_gate_overrides_leave_only_what_was_asked() -> None:
     assert topologies(oldest, args) == ["dra"]
     only_faults = argparse.Namespace(no_mixed=True, no_faults=False, no_gate_cycle=True, no_upgrade=True)
     assert topologies(oldest, only_faults) == ["dra", "in-place"]
+    only_gate_cycle = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=False, no_upgrade=True)
+    assert topologies(oldest, only_gate_cycle) == ["dra", "gate-cycle"]
     assert topologies(oldest, gates={"DRAExtendedResource": False}) == ["dra", "mixed"]
 
 
 def test_every_profile_gets_the_main_and_mixed_stages_the_first_one_the_in_place_changes() -> None:
     plan = kind_plan(min(supported_versions()), ALL, {})
     assert {step.topology: step.every_profile for step in plan} == {
-        "dra": True, "mixed": True, "in-place": False}
+        "dra": True, "mixed": True, "gate-cycle": False, "in-place": False}
 
 
-def test_the_in_place_cluster_runs_alongside_unless_one_cluster_at_a_time() -> None:
+def test_three_lanes_the_gate_cycle_after_the_mixed_stage_unless_one_cluster_at_a_time() -> None:
     plan = kind_plan(min(supported_versions()), ALL, {})
-    assert [[s.topology for s in lane] for lane in lanes(plan, False)] == [["dra"], ["mixed"], ["in-place"]]
-    assert [[s.topology for s in lane] for lane in lanes(plan, True)] == [["dra", "mixed", "in-place"]]
+    assert [[s.topology for s in lane] for lane in lanes(plan, False)] == [
+        ["dra"], ["mixed", "gate-cycle"], ["in-place"]]
+    assert [[s.topology for s in lane] for lane in lanes(plan, True)] == [["dra", "mixed", "gate-cycle", "in-place"]]
+    without_mixed = argparse.Namespace(no_mixed=True, no_faults=False, no_gate_cycle=False, no_upgrade=False)
+    assert [[s.topology for s in lane] for lane in lanes(kind_plan(min(supported_versions()), without_mixed, {}), False)] \
+        == [["dra"], ["gate-cycle"], ["in-place"]]
     only_main = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
     assert [[s.topology for s in lane] for lane in lanes(kind_plan(min(supported_versions()), only_main, {}), False)] \
         == [["dra"]]
