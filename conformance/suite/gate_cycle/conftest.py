@@ -1,4 +1,4 @@
-"""Fixtures of the gate-cycle scenario: an `in-place` cluster (clusters/topology.py) whose four
+"""Fixtures of the gate-cycle scenario: a `gate-cycle` cluster (clusters/topology.py) whose four
 components get DRAExtendedResource switched off and back on by clusters/gates.py.
 
 Where the gate is locked on (1.37+), the control plane is switched while emulating the newest

@@ -1,5 +1,5 @@
 """DRAExtendedResource switched ON -> OFF -> ON on all four components with workloads running
-(spec §3.11 GATE-1..4, UPGRADE-2, §3.1 API-2 and API-8). Runs on an `in-place` cluster (one DRA
+(spec §3.11 GATE-1..4, UPGRADE-2, §3.1 API-2 and API-8). Runs on a `gate-cycle` cluster (one DRA
 worker); where the gate is locked on, the control plane emulates the newest minor in which it can
 still be switched off, and the kubelets keep it on (see conftest.py).
 
