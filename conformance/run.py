@@ -208,7 +208,7 @@ class Step:
 def lanes(plan: list[Step], one_cluster_at_a_time: bool) -> list[list[Step]]:
     """The plan as lanes that run at once, each its steps in order, in the order the plan names
     them. A second cluster at work gains more than it costs while the host has cores to spare
-    (docs/timings.md: three lanes cut the full job from 48 to 31-38 min on two cores)."""
+    (docs/timings.md: three lanes cut the full job from 48 to 27 min on two cores)."""
     if one_cluster_at_a_time:
         return [plan]
     names = list(dict.fromkeys(step.lane for step in plan))
