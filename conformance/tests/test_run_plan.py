@@ -18,6 +18,11 @@ def test_every_version_gets_clusters_for_the_gate_cycle_and_for_faults_and_upgra
         assert topologies(version) == ["dra", "mixed", "gate-cycle", "in-place"], version
 
 
+def lane_topologies(args=ALL, one_cluster_at_a_time=False) -> list[list[str]]:
+    plan = kind_plan(min(supported_versions()), args, {})
+    return [[step.topology for step in lane] for lane in lanes(plan, one_cluster_at_a_time)]
+
+
 def test_each_version_upgrades_to_a_neighbour_one_minor_away_and_the_newest_rolls_back_first() -> None:
     pinned = sorted(supported_versions())
     for version in pinned:
@@ -44,13 +49,9 @@ def test_every_profile_gets_the_main_and_mixed_stages_the_first_one_the_in_place
 
 
 def test_three_lanes_the_gate_cycle_after_the_mixed_stage_unless_one_cluster_at_a_time() -> None:
-    plan = kind_plan(min(supported_versions()), ALL, {})
-    assert [[s.topology for s in lane] for lane in lanes(plan, False)] == [
-        ["dra"], ["mixed", "gate-cycle"], ["in-place"]]
-    assert [[s.topology for s in lane] for lane in lanes(plan, True)] == [["dra", "mixed", "gate-cycle", "in-place"]]
+    assert lane_topologies() == [["dra"], ["mixed", "gate-cycle"], ["in-place"]]
+    assert lane_topologies(one_cluster_at_a_time=True) == [["dra", "mixed", "gate-cycle", "in-place"]]
     without_mixed = argparse.Namespace(no_mixed=True, no_faults=False, no_gate_cycle=False, no_upgrade=False)
-    assert [[s.topology for s in lane] for lane in lanes(kind_plan(min(supported_versions()), without_mixed, {}), False)] \
-        == [["dra"], ["gate-cycle"], ["in-place"]]
+    assert lane_topologies(without_mixed) == [["dra"], ["gate-cycle"], ["in-place"]]
     only_main = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
-    assert [[s.topology for s in lane] for lane in lanes(kind_plan(min(supported_versions()), only_main, {}), False)] \
-        == [["dra"]]
+    assert lane_topologies(only_main) == [["dra"]]
