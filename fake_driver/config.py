@@ -25,6 +25,7 @@ from fake_driver.inventory import PROFILES, DeviceProfile, NodeInventory, build_
 ENV_CONFIG_FILE = "FAKE_GPU_CONFIG"
 ENV_NODE_NAME = "NODE_NAME"
 MAX_DEVICES_PER_NODE = 128  # one ResourceSlice holds at most 128 devices
+DEFAULT_READY_PORT = 8081  # the manifests' readinessProbe asks here
 MAX_DRIVER_NAME_LENGTH = 63  # ResourceSlice.spec.driver limit; also keeps socket paths < 108 bytes
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -51,7 +52,7 @@ class DriverConfig:
     device_plugin_dir: Path
     delete_slices_on_exit: bool
     device_plugin_cdi: bool  # device plugin hands out CDI devices instead of env + mounts
-    ready_file: Path
+    ready_port: int  # readiness endpoint (GET /readyz) for the pod's readinessProbe; 0 in tests: any free port
     # Set (from the downward API) for seamless rolling updates: the old and the new pod of a
     # node both serve for a while, so each needs sockets of its own; the kubelet uses the newest.
     pod_uid: str = ""
@@ -108,16 +109,24 @@ def _parse_str(value: Any) -> str:
     return value.strip()
 
 
-def _parse_count(value: Any) -> int:
+def _parse_int(value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError("must be an integer")
     try:
-        count = int(value)
+        number = int(value)
     except ValueError:
         raise ValueError(f"{value!r} is not an integer") from None
-    if not 0 <= count <= MAX_DEVICES_PER_NODE:
-        raise ValueError(f"{count} is out of range 0..{MAX_DEVICES_PER_NODE}")
-    return count
+    if not low <= number <= high:
+        raise ValueError(f"{number} is out of range {low}..{high}")
+    return number
+
+
+def _parse_count(value: Any) -> int:
+    return _parse_int(value, 0, MAX_DEVICES_PER_NODE)
+
+
+def _parse_port(value: Any) -> int:
+    return _parse_int(value, 0, 65535)
 
 
 def _parse_bool(value: Any) -> bool:
@@ -168,8 +177,7 @@ _SETTINGS = (
     _Setting("deleteSlicesOnExit", "FAKE_GPU_DELETE_SLICES_ON_EXIT", _parse_bool, True),
     _Setting("devicePluginCDI", "FAKE_GPU_DEVICE_PLUGIN_CDI", _parse_bool, False),
     _Setting("podUID", "FAKE_GPU_POD_UID", _parse_str, ""),
-    _Setting("readyFile", "FAKE_GPU_READY_FILE", _parse_abs_path,
-             Path("/tmp/fake-gpu-driver.ready")),
+    _Setting("readyPort", "FAKE_GPU_READY_PORT", _parse_port, DEFAULT_READY_PORT),
     _Setting("defects", "FAKE_GPU_DEFECTS", parse_defects, frozenset()),
     _Setting("exposure", "FAKE_GPU_EXPOSURE", parse_exposure, EXPOSURE_FILES),
 )
@@ -282,7 +290,7 @@ def load_config(env: Mapping[str, str] | None = None) -> DriverConfig:
         device_plugin_dir=values["devicePluginDir"],
         delete_slices_on_exit=values["deleteSlicesOnExit"],
         device_plugin_cdi=values["devicePluginCDI"],
-        ready_file=values["readyFile"],
+        ready_port=values["readyPort"],
         pod_uid=values["podUID"],
         defects=values["defects"],
         exposure=values["exposure"],

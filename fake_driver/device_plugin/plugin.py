@@ -14,7 +14,7 @@ from fake_driver.config import DriverConfig
 from fake_driver.device_plugin.service import DevicePluginService, add_device_plugin_service, write_cdi_spec
 from fake_driver.exposure import EXPOSURE_FILES, VIA_DEVICE_PLUGIN, write_device_files
 from fake_driver.grpc_unix import channel, start_server, stop_server
-from fake_driver.runtime import ReadyFile
+from fake_driver.runtime import Readiness
 
 log = logging.getLogger(__name__)
 API_VERSION = "v1beta1"
@@ -36,7 +36,7 @@ class DevicePlugin:
         self.inventory = config.inventory()
         self._poll_seconds = poll_seconds
         self._register_timeout = register_timeout
-        self._ready = ReadyFile(config.ready_file)
+        self.readiness = Readiness(config.ready_port)
         cdi_kind = config.cdi_kind if config.device_plugin_cdi else None
         self.service = DevicePluginService(self.inventory, config.state_dir, cdi_kind, config.defects, config.exposure)
 
@@ -46,18 +46,22 @@ class DevicePlugin:
             write_device_files(cfg.state_dir, cfg.node_name, VIA_DEVICE_PLUGIN, self.inventory.gpus)
         if cfg.device_plugin_cdi:
             write_cdi_spec(cfg.cdi_kind, cfg.cdi_dir, cfg.state_dir, self.inventory, cfg.exposure)
-        # Each pass is one kubelet lifetime: the kubelet wipes plugin sockets when it restarts,
-        # so the server is rebuilt on a fresh socket and registered again.
-        while not stop.is_set():
-            server = start_server(cfg.device_plugin_socket, lambda s: add_device_plugin_service(s, self.service))
-            try:
-                kubelet = self._register(stop)
-                if kubelet is not None:
-                    self._ready.set(True)
-                    self._wait_for_kubelet_restart(kubelet, stop)
-            finally:
-                self._ready.clear()
-                stop_server(server, cfg.device_plugin_socket)
+        self.readiness.serve()
+        try:
+            # Each pass is one kubelet lifetime: the kubelet wipes plugin sockets when it restarts,
+            # so the server is rebuilt on a fresh socket and registered again.
+            while not stop.is_set():
+                server = start_server(cfg.device_plugin_socket, lambda s: add_device_plugin_service(s, self.service))
+                try:
+                    kubelet = self._register(stop)
+                    if kubelet is not None:
+                        self.readiness.set(True)
+                        self._wait_for_kubelet_restart(kubelet, stop)
+                finally:
+                    self.readiness.clear()
+                    stop_server(server, cfg.device_plugin_socket)
+        finally:
+            self.readiness.close()
         log.info("stopped")
 
     def _register(self, stop: threading.Event) -> SocketIdentity | None:

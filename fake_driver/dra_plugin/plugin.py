@@ -16,7 +16,7 @@ from fake_driver.dra_plugin.service import SUPPORTED_SERVICES, add_dra_services
 from fake_driver.dra_plugin.slices import SlicePublisher
 from fake_driver.exposure import EXPOSURE_FILES, VIA_DRA, write_device_files
 from fake_driver.grpc_unix import start_server, stop_server
-from fake_driver.runtime import ReadyFile
+from fake_driver.runtime import Readiness
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class DraPlugin:
                                       config.exposure)
         self.publisher = SlicePublisher(api, config.driver_name, self.inventory, config.defects)
         self._resync_seconds = resync_seconds
-        self._ready = ReadyFile(config.ready_file)
+        self.readiness = Readiness(config.ready_port)
         self._state_lock = threading.Lock()
         self._registered = False
         self._published = False
@@ -42,6 +42,7 @@ class DraPlugin:
         cfg = self.config
         if cfg.exposure == EXPOSURE_FILES:
             write_device_files(cfg.state_dir, cfg.node_name, VIA_DRA, self.inventory.gpus)
+        self.readiness.serve()
         self._dra_server = start_server(cfg.dra_socket, lambda s: add_dra_services(s, self.preparer))
         registration = RegistrationService("DRAPlugin", cfg.driver_name, str(cfg.dra_socket),
                                            SUPPORTED_SERVICES, self._on_registration_status)
@@ -78,11 +79,11 @@ class DraPlugin:
                 self._registered = registered
             if published is not None:
                 self._published = published
-            self._ready.set(self._registered and self._published)
+            self.readiness.set(self._registered and self._published)
 
     def shutdown(self) -> None:
         """Registration socket goes first so the kubelet stops routing new claims here."""
-        self._ready.clear()
+        self.readiness.close()
         if self._registration_server is not None:
             stop_server(self._registration_server, self.config.registration_socket)
             self._registration_server = None

@@ -38,7 +38,7 @@ def make_config(short_tmp: Path) -> Callable[..., DriverConfig]:
             "FAKE_GPU_PLUGIN_REGISTRY_DIR": str(short_tmp / "reg"),
             "FAKE_GPU_PLUGIN_DATA_DIR": str(short_tmp / "plugins"),
             "FAKE_GPU_DEVICE_PLUGIN_DIR": str(short_tmp / "dp"),
-            "FAKE_GPU_READY_FILE": str(short_tmp / "ready"),
+            "FAKE_GPU_READY_PORT": "0",  # any free port: tests run side by side
         }
         return load_config({**base, **env})
 

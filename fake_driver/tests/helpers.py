@@ -1,12 +1,16 @@
-"""Test helpers: a fake API server, claim fixtures, deadline-bound waiting, a fake container."""
+"""Test helpers: a fake API server, claim fixtures, deadline-bound waiting, a fake container,
+readiness as the kubelet asks for it."""
 
 from __future__ import annotations
 
 import copy
 import itertools
 import os
+import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -24,6 +28,27 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+def ready(port: int) -> bool:
+    """What the pod's readinessProbe sees: GET /readyz on `port` answers 200 (an answer of 503,
+    or nothing listening, is not ready)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as response:
+            return response.status == 200
+    except (urllib.error.HTTPError, ConnectionError):
+        return False
+    except urllib.error.URLError as err:
+        if isinstance(err.reason, ConnectionError):
+            return False
+        raise
+
+
+def free_port() -> int:
+    """A port nothing listens on now, for a plugin process of a test to serve readiness on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 class FakeKubeApi:

@@ -21,7 +21,7 @@ from fake_driver.device_plugin.plugin import DevicePlugin
 from fake_driver.device_plugin.service import DevicePluginService
 from fake_driver.grpc_unix import channel, start_server, stop_server
 from fake_driver.probe_output import parse_probe_output
-from fake_driver.tests.helpers import fake_container, run_probe, wait_for
+from fake_driver.tests.helpers import fake_container, free_port, ready, run_probe, wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,11 +68,12 @@ def running(config, kubelet):
     runner = threading.Thread(target=plugin.run, args=(stop,))
     runner.start()
     yield plugin
+    port = plugin.readiness.port
     stop.set()
     runner.join(timeout=20)
     assert not runner.is_alive(), "device plugin did not stop"
     assert not config.device_plugin_socket.exists()
-    assert not config.ready_file.exists()
+    assert not ready(port)
 
 
 def stub(config: DriverConfig):
@@ -88,7 +89,7 @@ def test_registers_with_the_kubelet(config, kubelet, running):
     assert request.resource_name == "example.com/gpu"
     assert request.options.get_preferred_allocation_available is True
     assert request.options.pre_start_required is False
-    wait_for(config.ready_file.exists, 10, "readiness after registration")
+    wait_for(lambda: ready(running.readiness.port), 10, "readiness after registration")
 
 
 def test_list_and_watch_streams_the_same_gpus_as_dra(config, kubelet, running):
@@ -205,6 +206,7 @@ def test_cdi_mode_names_devices_from_a_static_spec(make_config):
 
 
 def test_module_entry_point_stops_cleanly_on_sigterm(config, kubelet):
+    port = free_port()
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO_ROOT),
@@ -212,13 +214,13 @@ def test_module_entry_point_stops_cleanly_on_sigterm(config, kubelet):
         "FAKE_GPU_DEVICES_PER_NODE": "3",
         "FAKE_GPU_STATE_DIR": str(config.state_dir),
         "FAKE_GPU_DEVICE_PLUGIN_DIR": str(config.device_plugin_dir),
-        "FAKE_GPU_READY_FILE": str(config.ready_file),
+        "FAKE_GPU_READY_PORT": str(port),
     }
     process = subprocess.Popen([sys.executable, "-m", "fake_driver.device_plugin"], env=env,
                                stderr=subprocess.PIPE, text=True)
     try:
         assert kubelet.next_request(timeout=30).resource_name == "example.com/gpu"
-        wait_for(config.ready_file.exists, 10, "readiness")
+        wait_for(lambda: ready(port), 10, "readiness")
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
     finally:
@@ -227,7 +229,7 @@ def test_module_entry_point_stops_cleanly_on_sigterm(config, kubelet):
     assert process.returncode == 0, stderr
     assert "registered example.com/gpu (3 GPUs)" in stderr
     assert not config.device_plugin_socket.exists()
-    assert not config.ready_file.exists()
+    assert not ready(port)
 
 
 def test_module_entry_point_rejects_bad_config():

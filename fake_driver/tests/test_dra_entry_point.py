@@ -12,7 +12,7 @@ from pathlib import Path
 from fake_driver._gen import dra_v1_pb2, dra_v1_pb2_grpc, pluginregistration_pb2, pluginregistration_pb2_grpc
 from fake_driver.grpc_unix import channel
 from fake_driver.tests.fake_apiserver import FakeApiServer
-from fake_driver.tests.helpers import allocated_claim, wait_for
+from fake_driver.tests.helpers import allocated_claim, free_port, ready, wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,6 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def test_dra_plugin_process(make_config, short_tmp):
     config = make_config(FAKE_GPU_DEVICES_PER_NODE="2")
     server = FakeApiServer()
+    port = free_port()
     server.claims[("ns1", "c1")] = allocated_claim("ns1", "c1", "uid-1", [("r0", config.driver_name, "node-a", "gpu-1")])
     env = {
         **os.environ,
@@ -30,7 +31,7 @@ def test_dra_plugin_process(make_config, short_tmp):
         **{key: str(value) for key, value in {
             "FAKE_GPU_STATE_DIR": config.state_dir, "FAKE_GPU_CDI_DIR": config.cdi_dir,
             "FAKE_GPU_PLUGIN_REGISTRY_DIR": config.plugin_registry_dir,
-            "FAKE_GPU_PLUGIN_DATA_DIR": config.plugin_data_dir, "FAKE_GPU_READY_FILE": config.ready_file,
+            "FAKE_GPU_PLUGIN_DATA_DIR": config.plugin_data_dir, "FAKE_GPU_READY_PORT": port,
         }.items()},
     }
     process = subprocess.Popen([sys.executable, "-m", "fake_driver.dra_plugin"], env=env,
@@ -48,7 +49,7 @@ def test_dra_plugin_process(make_config, short_tmp):
             info = registration.GetInfo(pluginregistration_pb2.InfoRequest(), timeout=10)
             registration.NotifyRegistrationStatus(
                 pluginregistration_pb2.RegistrationStatus(plugin_registered=True), timeout=10)
-        wait_for(config.ready_file.exists, 30, "readiness")
+        wait_for(lambda: ready(port), 30, "readiness")
 
         with channel(Path(info.endpoint)) as conn:
             response = dra_v1_pb2_grpc.DRAPluginStub(conn).NodePrepareResources(
@@ -66,4 +67,4 @@ def test_dra_plugin_process(make_config, short_tmp):
     assert process.returncode == 0, stderr
     assert server.slices == {}, "slices are deleted on SIGTERM by default"
     assert not config.registration_socket.exists() and not config.dra_socket.exists()
-    assert not config.ready_file.exists()
+    assert not ready(port)

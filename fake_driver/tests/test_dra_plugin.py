@@ -18,7 +18,7 @@ from fake_driver.dra_plugin.plugin import DraPlugin
 from fake_driver.dra_plugin.registration import live_peers
 from fake_driver.grpc_unix import channel
 from fake_driver.probe_output import parse_probe_output
-from fake_driver.tests.helpers import FakeKubeApi, allocated_claim, fake_container, run_probe, wait_for
+from fake_driver.tests.helpers import FakeKubeApi, allocated_claim, fake_container, ready, run_probe, wait_for
 
 DRIVER = "gpu.example.com"
 NODE = "node-a"
@@ -70,12 +70,13 @@ def test_registration_get_info_and_readiness(plugin):
         assert plugin.config.registration_socket.name == f"{DRIVER}-reg.sock"
 
         plugin.publish_once()
-        assert not plugin.config.ready_file.exists(), "ready before the kubelet accepted the plugin"
+        port = plugin.readiness.port
+        assert not ready(port), "ready before the kubelet accepted the plugin"
         stub.NotifyRegistrationStatus(pluginregistration_pb2.RegistrationStatus(plugin_registered=True), timeout=10)
-        assert plugin.config.ready_file.exists()
+        assert ready(port)
         stub.NotifyRegistrationStatus(
             pluginregistration_pb2.RegistrationStatus(plugin_registered=False, error="boom"), timeout=10)
-        assert not plugin.config.ready_file.exists()
+        assert not ready(port)
 
 
 @pytest.mark.parametrize("version", VERSIONS, ids=["v1", "v1beta1"])
@@ -217,6 +218,7 @@ def test_run_publishes_then_cleans_up_on_stop(make_config, api):
     try:
         wait_for(lambda: api.slices, 10, "the ResourceSlice")
         wait_for(config.registration_socket.exists, 10, "the registration socket")
+        port = plugin.readiness.port
         # Someone (the kubelet after a restart) wipes the slice: the resync loop restores it.
         api.slices.clear()
         wait_for(lambda: api.slices, 10, "the ResourceSlice to be recreated")
@@ -227,7 +229,7 @@ def test_run_publishes_then_cleans_up_on_stop(make_config, api):
     assert api.slices == {}
     assert not config.registration_socket.exists()
     assert not config.dra_socket.exists()
-    assert not config.ready_file.exists()
+    assert not ready(port), "the readiness endpoint still answers after the stop"
 
 
 def test_api_server_unreachable_at_start_is_retried_without_restarting(make_config, api, monkeypatch):
@@ -250,7 +252,7 @@ def test_api_server_unreachable_at_start_is_retried_without_restarting(make_conf
     try:
         wait_for(config.dra_socket.exists, 10, "the DRA socket while the API server is away")
         time.sleep(0.3)  # several resyncs fail meanwhile
-        assert runner.is_alive() and not api.slices and not config.ready_file.exists()
+        assert runner.is_alive() and not api.slices and not ready(plugin.readiness.port)
         answering.set()
         wait_for(lambda: api.slices, 10, "the ResourceSlice once the API server answers")
     finally:

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from fake_driver import manifests
-from fake_driver.config import load_config
+from fake_driver.config import DEFAULT_READY_PORT, load_config
 
 
 def objects(text: str) -> dict[tuple[str, str], dict]:
@@ -55,7 +55,9 @@ def test_daemonsets(name, module, mode, host_paths):
     assert container["image"] == "img:1"
     assert container["imagePullPolicy"] == "Never"
     assert container["command"] == ["python3", "-m", module]
-    assert container["readinessProbe"]["exec"]["command"] == ["test", "-f", "/tmp/fake-gpu-driver.ready"]
+    probe = container["readinessProbe"]["httpGet"]  # an HTTP probe: no process started in the container each period
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert probe["path"] == "/readyz" and ports[probe["port"]] == DEFAULT_READY_PORT
     env = {e["name"]: e for e in container["env"]}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     volumes = {v["name"]: v for v in pod["volumes"]}
