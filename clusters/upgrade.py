@@ -14,13 +14,15 @@ from pathlib import Path
 from clusters import health
 from clusters.images import BuiltImages
 from clusters.nodes import KindNodes, Node
-from clusters.shell import progress
+from clusters.shell import CommandError, progress
 from clusters.versions import KubeVersion, kubernetes_bin
 from kube.api import Api
 
 STAGE_DIR = "/kep5004/versions"
 BINARIES = ("kubeadm", "kubelet", "kubectl")
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+PREFLIGHT_FAILED = "error execution phase preflight"  # what kubeadm says when it stopped before changing anything
+PREFLIGHT_ATTEMPTS = 3
 
 
 def staged(version: KubeVersion, binary: str) -> str:
@@ -46,11 +48,22 @@ def stage(nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
 
 def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, force: bool) -> None:
     progress(f"{node.name}: kubeadm upgrade apply {version.tag}{' --force (downgrade)' if force else ''}")
-    # After the kubelets were swapped the API server may have just restarted: the full run's
-    # downgrade on 1.35.4 failed with kubernetes-admin "forbidden" to list nodes (load ~40).
-    health.wait_api_ready(kubeconfig)
-    node.sh(f"{staged(version, 'kubeadm')} upgrade apply {version.tag} --yes --ignore-preflight-errors=all "
-            f"--etcd-upgrade=false{' --force' if force else ''}", timeout=900)
+    command = (f"{staged(version, 'kubeadm')} upgrade apply {version.tag} --yes --ignore-preflight-errors=all "
+               f"--etcd-upgrade=false{' --force' if force else ''}")
+    for attempt in range(1, PREFLIGHT_ATTEMPTS + 1):
+        # After the kubelets were swapped the API server may have just restarted: the full run's
+        # downgrade on 1.35.4 failed with kubernetes-admin "forbidden" to list nodes (load ~40).
+        health.wait_api_ready(kubeconfig)
+        try:
+            node.sh(command, timeout=900)
+            break
+        except CommandError as err:
+            # kubeadm's preflight reads the cluster version with a 10 s client timeout, which a
+            # loaded API server can miss (session 13's full run, 1.35.4 downgrade); it changed
+            # nothing then, so trying again is safe. A failure in any later phase is not retried.
+            if PREFLIGHT_FAILED not in str(err) or attempt == PREFLIGHT_ATTEMPTS:
+                raise
+            progress(f"{node.name}: kubeadm upgrade apply failed in its preflight phase; trying again")
     health.wait_static_pods(kubeconfig, node.name, COMPONENTS, f":{version.tag}")
 
 
