@@ -14,9 +14,10 @@ from pathlib import Path
 
 from pytest_kind import KindCluster
 
-from clusters import health, lease, network
+from clusters import health, image_archives, lease, network
 from clusters.host import HostFacts, require_engine
 from clusters.images import BuiltImages
+from clusters.nodes import KindNodes
 from clusters.paths import state_dir
 from clusters.shell import CommandError, progress, run
 from clusters.topology import CHANGED_IN_PLACE, ClusterSpec, config_hash, render, to_yaml
@@ -60,10 +61,8 @@ class Cluster:
         return run([str(kind_bin()), "get", "nodes", "--name", self.name]).split()
 
     def load_images(self, *tags: str) -> None:
-        kind = _kind_cluster(self.spec, self.kubeconfig)
-        for tag in tags:
-            progress(f"{self.name}: loading image {tag}")
-            kind.load_docker_image(tag)
+        """The images on every node that runs pods (clusters/image_archives.py)."""
+        image_archives.load(self.name, KindNodes.of_cluster(self.name).workers, tags)
 
     def export_logs(self, dest: Path) -> Path:
         return export_logs(self.name, dest)
@@ -99,7 +98,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     """Reuse the cluster if it was made from the same rendered config (never one that tests change
     in place, see CHANGED_IN_PLACE), otherwise (re)create it.
 
-    Either way the workload and driver images are loaded (kind skips nodes that have them). A
+    Either way the workload and driver images are loaded (nodes that have them are skipped). A
     cluster that fails to come up is deleted, after its node logs (kubelet, containerd, pods)
     were exported to `failure_logs` (default: <state>/failed/<name>-<time>), so the cause is kept.
     """
@@ -128,6 +127,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
         delete(spec.name)
 
     cdir.mkdir(parents=True, exist_ok=True)
+    image_archives.archives_dir().mkdir(parents=True, exist_ok=True)  # the workers mount it
     config_path = cdir / "kind-config.yaml"
     config_path.write_text(to_yaml(config))
     hash_file.unlink(missing_ok=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from clusters import image_archives
 from clusters.host import HostFacts
 from clusters.versions import FEATURE_GATE, KubeVersion, gate_stage
 
@@ -87,7 +88,9 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
         # Sandboxes ask for a lower oom_score_adj than containerd's, which needs CAP_SYS_RESOURCE.
         cri += "  restrict_oom_score_adj = true\n"
     nodes = [{"role": "control-plane", "image": node_image}]
-    nodes += [{"role": "worker", "image": node_image, "labels": {MODE_LABEL: mode}}
+    # Workers import the locally built images from archives they see (clusters/image_archives.py).
+    nodes += [{"role": "worker", "image": node_image, "labels": {MODE_LABEL: mode},
+               "extraMounts": [image_archives.node_mount()]}
               for mode in TOPOLOGIES[spec.topology]]
     config: dict = {
         "kind": "Cluster",

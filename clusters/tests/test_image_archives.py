@@ -1,0 +1,104 @@
+"""Images go into workers from archives saved once per image id (no cluster needed)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusters import image_archives
+from clusters.host import HostFacts
+from clusters.topology import ClusterSpec, render
+from clusters.versions import KubeVersion
+
+DRIVER = "kep5004/fake-gpu-driver:d1711741ed1a3fe5"
+DRIVER_ID = "sha256:7b33d15da505b42837bb6ccce1092748b639bfda4c2add9fd5fdb246ceda43e2"
+CONFIG_V3 = """version = 3
+[plugins]
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = 'runc'
+"""
+CONFIG_V2 = """version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "fuse-overlayfs"
+"""
+
+
+class FakeNode:
+    """A node whose containerd has the images in `present` (tag -> id)."""
+
+    def __init__(self, name: str, present: dict[str, str] | None = None):
+        self.name = name
+        self.present = dict(present or {})
+        self.imported: list[str] = []
+
+    def sh(self, script: str, input: str | None = None, timeout: float = 600) -> str:
+        if script.startswith("crictl inspecti"):
+            tag = script.split()[4]
+            return json.dumps({"status": {"id": self.present[tag]}}) if tag in self.present else ""
+        if script == "containerd config dump":
+            return CONFIG_V3
+        if script.startswith("ctr "):
+            self.imported.append(script)
+            return ""
+        raise AssertionError(f"unexpected command on {self.name}: {script}")
+
+
+@pytest.fixture
+def docker(monkeypatch, tmp_path: Path) -> list[list[str]]:
+    """Docker as seen by the module: one driver image; `docker save` writes the file."""
+    monkeypatch.setenv("KEP5004_CACHE", str(tmp_path))
+    calls: list[list[str]] = []
+
+    def run(cmd: list[str], timeout: float = 0) -> str:
+        calls.append(cmd)
+        if cmd[:3] == ["docker", "image", "inspect"]:
+            return DRIVER_ID + "\n"
+        if cmd[:2] == ["docker", "save"]:
+            Path(cmd[3]).write_bytes(b"archive")
+            return ""
+        raise AssertionError(f"unexpected command {cmd}")
+    monkeypatch.setattr(image_archives, "run", run)
+    return calls
+
+
+def test_archive_names_carry_the_repository_and_the_image_id() -> None:
+    assert image_archives.archive_name(DRIVER, DRIVER_ID) == "kep5004_fake-gpu-driver--7b33d15da505b428.tar"
+    assert image_archives.archive_name("localhost:5000/gpu", DRIVER_ID) == "localhost_5000_gpu--7b33d15da505b428.tar"
+
+
+def test_snapshotter_is_read_from_either_config_layout() -> None:
+    assert image_archives.snapshotter(CONFIG_V3) == "overlayfs"
+    assert image_archives.snapshotter(CONFIG_V2) == "fuse-overlayfs"
+    assert image_archives.snapshotter("version = 3\n") == image_archives.DEFAULT_SNAPSHOTTER
+
+
+def test_only_nodes_without_the_image_import_it_from_one_saved_archive(docker) -> None:
+    has, lacks, stale = FakeNode("w1", {DRIVER: DRIVER_ID}), FakeNode("w2"), FakeNode("w3", {DRIVER: "sha256:0ld"})
+    image_archives.load("c", [has, lacks, stale], [DRIVER])
+    image_archives.load("c", [FakeNode("w4")], [DRIVER])
+    assert len([c for c in docker if c[1] == "save"]) == 1
+    assert has.imported == []
+    for node in (lacks, stale):
+        assert node.imported == [f"ctr --namespace=k8s.io images import --all-platforms --digests --snapshotter=overlayfs "
+                                 f"{image_archives.IN_NODE}/kep5004_fake-gpu-driver--7b33d15da505b428.tar >/dev/null"]
+
+
+def test_a_new_image_replaces_the_repository_s_older_archive(docker) -> None:
+    directory = image_archives.archives_dir()
+    directory.mkdir(parents=True)
+    older, other = directory / "kep5004_fake-gpu-driver--0123456789abcdef.tar", directory / "kep5004_gpu-workload--0123.tar"
+    older.write_bytes(b"old")
+    other.write_bytes(b"other")
+    path = image_archives.ensure_archive(DRIVER, DRIVER_ID)
+    assert path.read_bytes() == b"archive" and not older.exists() and other.exists()
+
+
+def test_only_workers_mount_the_archives() -> None:
+    config = render(ClusterSpec("dra", KubeVersion(1, 37, 0)), HostFacts(cgroup_v1=False, has_cap_sys_resource=True), "node:x")
+    mounts = [n.get("extraMounts") for n in config["nodes"]]
+    assert mounts[0] is None
+    assert mounts[1:] == [[{"hostPath": str(image_archives.archives_dir()), "containerPath": image_archives.IN_NODE,
+                            "readOnly": True}]] * 2
