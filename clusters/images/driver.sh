@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 py=${KEP5004_PYTHON:-$CACHE_ROOT/venv/bin/python}
 userland=$("$(dirname "$0")/userland.sh")
-pins=$(pyproject_pins grpcio protobuf kubernetes pyyaml)
+pins=$(pyproject_pins grpcio protobuf pyyaml)
 "$py" -m fake_driver.protos.generate >/dev/null || die "generating the driver's protocol code failed"
 site=$(python_site driver "$pins")
 ctx=$(mktemp -d "$CACHE_ROOT/work/driver.XXXX")
@@ -22,5 +22,9 @@ cp -r "$site" "$ctx/site-packages"
 printf 'FROM %s\nCOPY site-packages /opt/site-packages\nCOPY app /opt/fake_driver\nENV PYTHONPATH=/opt/site-packages:/opt/fake_driver PYTHONUNBUFFERED=1\n' \
   "$userland" >"$ctx/Dockerfile"
 build_from_context "$tag" "$hash" "$ctx"
+# A module the driver imports but the image lacks fails the build, not a cluster.
+docker run --rm --network none --entrypoint python3 "$tag" -c \
+  'import fake_driver.dra_plugin.kube_api, fake_driver.dra_plugin.plugin, fake_driver.device_plugin.plugin' >&2 \
+  || { docker rmi -f "$tag" >/dev/null; die "driver image $tag cannot import the driver"; }
 log "driver image $tag: built"
 echo "$tag"

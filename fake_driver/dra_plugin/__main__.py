@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from kubernetes import config as kube_config
-
 from fake_driver.config import ConfigError, load_config
-from fake_driver.dra_plugin.kube_api import ClientKubeApi
+from fake_driver.dra_plugin.kube_api import CredentialsError, RestKubeApi
 from fake_driver.dra_plugin.plugin import DraPlugin
 from fake_driver.runtime import configure_logging, stop_event_on_signals
 
@@ -20,9 +18,9 @@ def main() -> int:
         log.error("%s", exc)
         return 2
     try:
-        api = ClientKubeApi.from_environment()
-    except kube_config.ConfigException as exc:
-        log.error("no API server credentials (in-cluster service account or KUBECONFIG): %s", exc)
+        api = RestKubeApi.from_environment()
+    except CredentialsError as exc:
+        log.error("%s", exc)
         return 2
     DraPlugin(config, api).run(stop_event_on_signals())
     return 0

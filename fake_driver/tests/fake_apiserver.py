@@ -1,5 +1,5 @@
-"""A tiny stateful HTTP stand-in for the API server paths the DRA plugin uses, so the real
-kubernetes client (and the plugin's entry point via KUBECONFIG) can be tested without a cluster."""
+"""A tiny stateful HTTP stand-in for the API server paths the DRA plugin uses, so its API
+client (and the plugin's entry point via KUBECONFIG) can be tested without a cluster."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ class FakeApiServer:
         self.claims: dict[tuple[str, str], dict] = {}
         self.slices: dict[str, dict] = {}
         self.requests: list[tuple[str, str, dict[str, list[str]], Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._names = itertools.count()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -80,6 +81,7 @@ class FakeApiServer:
                 url = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
+                fake.headers.append(dict(self.headers))
                 status, reply = fake.handle(self.command, url.path, parse_qs(url.query), body)
                 data = json.dumps(reply).encode()
                 self.send_response(status)

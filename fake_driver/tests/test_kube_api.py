@@ -1,12 +1,10 @@
-"""ClientKubeApi on the real kubernetes client against an in-test HTTP server: real URLs and
-real client-side body validation, no cluster."""
+"""RestKubeApi against an in-test HTTP server: real URLs, methods and bodies, no cluster."""
 
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
-from fake_driver.dra_plugin.kube_api import ClientKubeApi
+from fake_driver.dra_plugin.kube_api import KubeApiError, RestKubeApi
 from fake_driver.dra_plugin.slices import SlicePublisher
 from fake_driver.inventory import PROFILES, build_inventory
 from fake_driver.tests.fake_apiserver import FakeApiServer
@@ -22,13 +20,11 @@ def server():
 
 
 @pytest.fixture
-def api(server) -> ClientKubeApi:
-    configuration = client.Configuration()
-    configuration.host = server.url
-    return ClientKubeApi(client.ApiClient(configuration))
+def api(server) -> RestKubeApi:
+    return RestKubeApi(server.url, token="fake-token")
 
 
-def publisher(api: ClientKubeApi) -> SlicePublisher:
+def publisher(api: RestKubeApi) -> SlicePublisher:
     return SlicePublisher(api, "gpu.example.com", build_inventory(PROFILES["nvidia"], "n1", 2))
 
 
@@ -46,8 +42,7 @@ def test_lists_slices_of_this_driver_and_node(server, api):
     assert query["fieldSelector"] == ["spec.driver=gpu.example.com,spec.nodeName=n1"]
 
 
-def test_create_body_passes_client_validation(server, api):
-    """The client validates dict bodies against its models; this is the publisher's real body."""
+def test_create_sends_the_publishers_body(server, api):
     publisher(api).reconcile()
     method, path, _, body = server.requests[-1]
     assert (method, path) == ("POST", "/apis/resource.k8s.io/v1/resourceslices")
@@ -57,7 +52,7 @@ def test_create_body_passes_client_validation(server, api):
 
 
 def test_replace_rebuilds_body_from_a_newer_servers_object(server, api):
-    """Fields unknown to the client (a newer API server) must not reach the client's validation."""
+    """A slice stored by a newer API server is replaced with only the fields the plugin owns."""
     server.slices["s1"] = {
         "metadata": {"name": "s1", "resourceVersion": "7", "uid": "x",
                      "managedFields": [{"manager": "m", "operation": "Update", "futureKey": 1}]},
@@ -76,3 +71,25 @@ def test_delete_tolerates_missing_slices(server, api):
     api.delete_resource_slice(name)
     api.delete_resource_slice(name)  # 404 is fine: the goal is reached
     assert server.slices == {}
+
+
+def test_requests_carry_the_token_read_anew_each_time(server, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    api = RestKubeApi(server.url, token_file=token)
+    api.get_node_uid("n1")
+    token.write_text("rotated\n")  # the kubelet renews the projected token
+    api.get_node_uid("n1")
+    assert [headers.get("Authorization") for headers in server.headers] == ["Bearer first", "Bearer rotated"]
+
+
+def test_errors_other_than_a_missing_object_are_raised_with_their_status(server, api):
+    with pytest.raises(KubeApiError, match="HTTP 404") as raised:
+        api.replace_resource_slice("gone", {"metadata": {"name": "gone"}})
+    assert raised.value.status == 404
+
+
+def test_kubeconfig_names_the_server_and_the_token(server, tmp_path):
+    api = RestKubeApi.from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig"))
+    assert api.get_node_uid("n1") == "uid-n1"
+    assert server.headers[-1].get("Authorization") == "Bearer fake-token"
