@@ -21,8 +21,10 @@ from kube.api import Api
 STAGE_DIR = "/kep5004/versions"
 BINARIES = ("kubeadm", "kubelet", "kubectl")
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
-PREFLIGHT_FAILED = "error execution phase preflight"  # what kubeadm says when it stopped before changing anything
-PREFLIGHT_ATTEMPTS = 3
+# What kubeadm says when it stopped before changing anything: while reading the cluster's
+# configuration (kubeadm-config and the component configs), or in its preflight phase.
+NOTHING_CHANGED = ("failed to get component configs", "error execution phase preflight")
+APPLY_ATTEMPTS = 3
 
 
 def staged(version: KubeVersion, binary: str) -> str:
@@ -50,7 +52,7 @@ def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, for
     progress(f"{node.name}: kubeadm upgrade apply {version.tag}{' --force (downgrade)' if force else ''}")
     command = (f"{staged(version, 'kubeadm')} upgrade apply {version.tag} --yes --ignore-preflight-errors=all "
                f"--etcd-upgrade=false{' --force' if force else ''}")
-    for attempt in range(1, PREFLIGHT_ATTEMPTS + 1):
+    for attempt in range(1, APPLY_ATTEMPTS + 1):
         # After the kubelets were swapped the API server may have just restarted: the full run's
         # downgrade on 1.35.4 failed with kubernetes-admin "forbidden" to list nodes (load ~40).
         health.wait_api_ready(kubeconfig)
@@ -58,12 +60,14 @@ def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, for
             node.sh(command, timeout=900)
             break
         except CommandError as err:
-            # kubeadm's preflight reads the cluster version with a 10 s client timeout, which a
-            # loaded API server can miss (session 13's full run, 1.35.4 downgrade); it changed
-            # nothing then, so trying again is safe. A failure in any later phase is not retried.
-            if PREFLIGHT_FAILED not in str(err) or attempt == PREFLIGHT_ATTEMPTS:
+            # kubeadm reads the cluster's configuration and version with a 10 s client timeout,
+            # which a loaded or restarting API server can miss (session 13, 1.35.4 downgrade: the
+            # version in preflight; session 14, 1.37.2 downgrade: the kubelet's component config,
+            # connection refused). It changed nothing then, so trying again is safe; a failure in
+            # any phase that changes the cluster is not retried.
+            if not any(marker in str(err) for marker in NOTHING_CHANGED) or attempt == APPLY_ATTEMPTS:
                 raise
-            progress(f"{node.name}: kubeadm upgrade apply failed in its preflight phase; trying again")
+            progress(f"{node.name}: kubeadm upgrade apply failed before changing anything; trying again")
     health.wait_static_pods(kubeconfig, node.name, COMPONENTS, f":{version.tag}")
 
 

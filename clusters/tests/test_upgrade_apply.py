@@ -1,4 +1,4 @@
-"""kubeadm upgrade apply is tried again only when it stopped in its preflight phase."""
+"""kubeadm upgrade apply is tried again only when it stopped before changing anything."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,10 @@ from clusters.versions import KubeVersion
 
 PREFLIGHT = ("`kubeadm upgrade apply` exited 1: error execution phase preflight: the version argument is invalid: "
              "Unable to fetch cluster version: Couldn't fetch cluster version from the API Server")
+COMPONENT_CONFIGS = ("`kubeadm upgrade apply` exited 1: error: [upgrade] FATAL: failed to get component configs: could "
+                     "not download the kubelet configuration from ConfigMap \"kubelet-config\": Get \"https://"
+                     "kind-control-plane:6443/api/v1/namespaces/kube-system/configmaps/kubelet-config?timeout=10s\": "
+                     "dial tcp 172.18.0.20:6443: connect: connection refused")
 
 
 class FlakyNode:
@@ -44,6 +48,12 @@ def test_a_preflight_failure_is_tried_again() -> None:
     assert node.commands[0].endswith("--etcd-upgrade=false --force")
 
 
+def test_a_failure_to_read_the_component_configs_is_tried_again() -> None:
+    node = FlakyNode(COMPONENT_CONFIGS)
+    apply(node)
+    assert len(node.commands) == 2 and node.commands[0] == node.commands[1]
+
+
 def test_a_failure_after_the_preflight_is_not_tried_again() -> None:
     node = FlakyNode("`kubeadm upgrade apply` exited 1: error execution phase control-plane: timed out")
     with pytest.raises(CommandError, match="control-plane"):
@@ -52,7 +62,7 @@ def test_a_failure_after_the_preflight_is_not_tried_again() -> None:
 
 
 def test_preflight_failures_give_up_after_the_last_attempt() -> None:
-    node = FlakyNode(*[PREFLIGHT] * upgrade.PREFLIGHT_ATTEMPTS)
+    node = FlakyNode(*[PREFLIGHT] * upgrade.APPLY_ATTEMPTS)
     with pytest.raises(CommandError, match="preflight"):
         apply(node)
-    assert len(node.commands) == upgrade.PREFLIGHT_ATTEMPTS
+    assert len(node.commands) == upgrade.APPLY_ATTEMPTS
