@@ -55,20 +55,15 @@ unit: protos
 # Both run every shipped fake-driver profile (PROFILES), one after the other on each cluster.
 # Each stage deletes the clusters it made.
 PROFILES ?= fake-gpu,example-gpu
-# xdist workers of the parallel stage on kind: the fake driver's workers have devices enough for
-# four tests at once, and the stage's CPU is the same as with two, in less time (docs/timings.md,
-# session 14: 140 s with two, 90 s with four). conformance.run's own default stays 2, for the
-# clusters vendors bring.
-PARALLEL ?= 4
 test: VERSIONS = $(DEFAULT_VERSION)
 test: lint images
 	$(PY) -m pytest -q --k8s-versions $(DEFAULT_VERSION) $(PYTEST_ARGS)
-	$(PY) -m conformance.run --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) --parallel $(PARALLEL) --no-faults --no-gate-cycle --no-upgrade $(ARGS)
+	$(PY) -m conformance.run --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) --no-faults --no-gate-cycle --no-upgrade $(ARGS)
 
 # JOBS versions at once, each with its own clusters (docs/timings.md measures 1 against 3).
 JOBS ?= 3
 conformance: images
-	$(PY) -m conformance.run --profile $(PROFILES) --parallel $(PARALLEL) --jobs $(JOBS) $(ARGS)
+	$(PY) -m conformance.run --profile $(PROFILES) --jobs $(JOBS) $(ARGS)
 
 # A vendor's certification rehearsed on kind (driver installed by hand, restricted ServiceAccount,
 # in-cluster Job, hydrophone): the verdicts of every way must agree. Default version only.
