@@ -1,4 +1,4 @@
-"""What a failing test leaves behind: events, pods, claims, slices and driver logs."""
+"""What a failing test leaves behind: events, pods, claims, slices, the API server's endpoints and driver logs."""
 from __future__ import annotations
 
 import re
@@ -29,6 +29,10 @@ def collect(api: Api, namespace: str, driver_namespace: str | None, driver_selec
         "resourceclaims": [_clean(c) for c in api.list(RESOURCE_API, "ResourceClaim", namespace)],
         "resourceslices": [_clean(s) for s in api.list(RESOURCE_API, "ResourceSlice")],
         "deviceclasses": [_clean(c) for c in api.list(RESOURCE_API, "DeviceClass")],
+        # Where pods (a driver among them) reach the API server: after an upgrade or a restarted
+        # API server, a driver refused there cannot read claims (docs/findings.md, session 14).
+        "apiserver-endpointslices": [_clean(e) for e in api.list(
+            "discovery.k8s.io/v1", "EndpointSlice", "default", label_selector="kubernetes.io/service-name=kubernetes")],
     }
     written = []
     for name, content in dumps.items():

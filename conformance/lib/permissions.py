@@ -46,6 +46,7 @@ REQUIRED: tuple[Permission, ...] = (
     *(Permission(v, "nodes") for v in ("get", "list")),
     Permission("get", "nodes", subresource="proxy", why="each kubelet's feature gates (preflight)"),
     Permission("list", "events", why="FailedScheduling and driver events"),
+    Permission("list", "endpointslices", "discovery.k8s.io", why="diagnostics: where pods reach the API server"),
     *(Permission(v, "deployments", "apps", why="stored workloads, mixed tests") for v in ("create", "list", "delete")),
     *(Permission(v, "statefulsets", "apps", why="stored workloads") for v in ("create", "list")),
     *(Permission(v, "jobs", "batch", why="stored workloads") for v in ("create", "get", "list", "delete")),
