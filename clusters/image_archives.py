@@ -93,6 +93,7 @@ def node_has(node: Node, tag: str, ident: str) -> bool:
 def load(cluster: str, nodes: Iterable[Node], tags: Iterable[str]) -> None:
     """Each image on each node, imported from its archive where the node lacks it."""
     nodes = list(nodes)
+    targets: dict[str, str] = {}  # node -> its snapshotter, read once per node
     for tag in tags:
         ident = image_id(tag)
         missing = [node for node in nodes if not node_has(node, tag, ident)]
@@ -101,6 +102,7 @@ def load(cluster: str, nodes: Iterable[Node], tags: Iterable[str]) -> None:
         path = ensure_archive(tag, ident)
         for node in missing:
             progress(f"{cluster}: importing {tag} on {node.name}")
-            target = snapshotter(node.sh("containerd config dump"))
+            if node.name not in targets:
+                targets[node.name] = snapshotter(node.sh("containerd config dump"))
             node.sh(f"ctr --namespace=k8s.io images import --all-platforms --digests "
-                    f"--snapshotter={target} {IN_NODE}/{path.name} >/dev/null")
+                    f"--snapshotter={targets[node.name]} {IN_NODE}/{path.name} >/dev/null")

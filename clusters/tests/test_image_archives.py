@@ -33,12 +33,14 @@ class FakeNode:
         self.name = name
         self.present = dict(present or {})
         self.imported: list[str] = []
+        self.dumps = 0
 
     def sh(self, script: str, input: str | None = None, timeout: float = 600) -> str:
         if script.startswith("crictl inspecti"):
             tag = script.split()[4]
             return json.dumps({"status": {"id": self.present[tag]}}) if tag in self.present else ""
         if script == "containerd config dump":
+            self.dumps += 1
             return CONFIG_V3
         if script.startswith("ctr "):
             self.imported.append(script)
@@ -102,3 +104,10 @@ def test_only_workers_mount_the_archives() -> None:
     assert mounts[0] is None
     assert mounts[1:] == [[{"hostPath": str(image_archives.archives_dir()), "containerPath": image_archives.IN_NODE,
                             "readOnly": True}]] * 2
+
+
+def test_a_node_s_snapshotter_is_read_once_for_all_its_images(docker) -> None:
+    node = FakeNode("w1")
+    image_archives.load("c", [node], [DRIVER, DRIVER.replace("fake-gpu-driver", "gpu-workload")])
+    assert len(node.imported) == 2 and node.dumps == 1
+
