@@ -74,16 +74,9 @@ class RestKubeApi:
             context = _named(config, "contexts", config["current-context"])
             cluster, user = _named(config, "clusters", context["cluster"]), _named(config, "users", context["user"])
             server = cluster["server"]
-        except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+            tls = _tls(cluster, user, path.parent) if server.startswith("https:") else None
+        except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:  # ssl.SSLError is an OSError
             raise CredentialsError(f"no in-cluster service account, and no usable kubeconfig at {path}: {exc!r}") from None
-        tls = None
-        if server.startswith("https:"):
-            tls = ssl.create_default_context(cadata=_pem(cluster, "certificate-authority", path.parent))
-            if cluster.get("insecure-skip-tls-verify"):
-                tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
-            if user.get("client-certificate") or user.get("client-certificate-data"):
-                _load_client_certificate(tls, _pem(user, "client-certificate", path.parent),
-                                         _pem(user, "client-key", path.parent))
         return cls(server, token=user.get("token"), tls=tls)
 
     def _call(self, method: str, path: str, body: Object | None = None, query: dict[str, str] | None = None,
@@ -132,7 +125,21 @@ def _join_host(host: str) -> str:
 
 def _named(config: Object, section: str, name: str) -> Object:
     key = section[:-1]  # contexts -> context
-    return next(entry[key] for entry in config[section] if entry["name"] == name)
+    for entry in config[section]:
+        if entry["name"] == name:
+            return entry[key]
+    raise KeyError(f"no {key} named {name!r} in {section}")
+
+
+def _tls(cluster: Object, user: Object, base: Path) -> ssl.SSLContext:
+    """Who the server must be (its CA, unless verification is off) and who we are (a client
+    certificate, when the user has one)."""
+    tls = ssl.create_default_context(cadata=_pem(cluster, "certificate-authority", base))
+    if cluster.get("insecure-skip-tls-verify"):
+        tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+    if user.get("client-certificate") or user.get("client-certificate-data"):
+        _load_client_certificate(tls, _pem(user, "client-certificate", base), _pem(user, "client-key", base))
+    return tls
 
 
 def _pem(entry: Object, field: str, base: Path) -> str | None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from fake_driver.dra_plugin.kube_api import KubeApiError, RestKubeApi
+from fake_driver.dra_plugin.kube_api import CredentialsError, KubeApiError, RestKubeApi
 from fake_driver.dra_plugin.slices import SlicePublisher
 from fake_driver.inventory import PROFILES, build_inventory
 from fake_driver.tests.fake_apiserver import FakeApiServer
@@ -93,3 +95,16 @@ def test_kubeconfig_names_the_server_and_the_token(server, tmp_path):
     api = RestKubeApi.from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig"))
     assert api.get_node_uid("n1") == "uid-n1"
     assert server.headers[-1].get("Authorization") == "Bearer fake-token"
+
+
+@pytest.mark.parametrize("broken", ["current-context", "certificate-authority"])
+def test_an_unusable_kubeconfig_is_a_credentials_error(server, tmp_path, broken):
+    path = server.write_kubeconfig(tmp_path / "kubeconfig")
+    config = json.loads(path.read_text())
+    if broken == "current-context":
+        config["current-context"] = "elsewhere"
+    else:
+        config["clusters"][0]["cluster"] = {"server": "https://127.0.0.1:1", "certificate-authority": "missing-ca.crt"}
+    path.write_text(json.dumps(config))
+    with pytest.raises(CredentialsError, match="no usable kubeconfig"):
+        RestKubeApi.from_kubeconfig(path)
