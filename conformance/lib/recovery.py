@@ -124,3 +124,17 @@ def unbound_pods_with_special_claims(api: Api, namespace: str) -> dict[str, str]
         if claims:
             found[pod["metadata"]["name"]] = ", ".join(claims)
     return found
+
+
+# What a pod's PodScheduled condition says after BUG-11: the scheduler found a special claim it
+# had made before it restarted and not named in the pod's status, deleted it and gave up on the
+# pod until its periodic retry of unschedulable pods.
+LEFTOVER_CLAIM_DELETED = ("cannot schedule extended resource claim", "deletion of ResourceClaim completed")
+
+
+def left_for_periodic_retry(api: Api, namespace: str, names: list[str]) -> list[str]:
+    """Those of the named pods whose last scheduling attempt ended as BUG-11 leaves them."""
+    def marked(pod: dict | None) -> bool:
+        message = pods.condition(pod or {}, "PodScheduled").get("message") or ""
+        return all(mark in message for mark in LEFTOVER_CLAIM_DELETED)
+    return [n for n in names if marked(api.get("v1", "Pod", n, namespace))]

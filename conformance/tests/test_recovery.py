@@ -25,6 +25,9 @@ class Api:
     def list(self, api_version: str, kind: str, namespace: str | None = None, **selectors: str) -> list[dict]:
         return [o for o in self.objects[kind] if namespace is None or o["metadata"].get("namespace", "ns") == namespace]
 
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        return next((o for o in self.list(api_version, kind, namespace) if o["metadata"]["name"] == name), None)
+
 
 def test_a_device_in_two_claims_is_named_with_both() -> None:
     api = Api([], [claim("a", "one", "u1", ["gpu-0", "gpu-1"]), claim("b", "two", "u2", ["gpu-1"])])
@@ -42,3 +45,20 @@ def test_special_claims_of_unbound_pods_are_what_a_crash_in_prebind_leaves() -> 
                pod("bound", "u3", node="node-a"), pod("nothing-yet", "u4")],
               [claim("ns", "c1", "u1", []), claim("ns", "c2", "u2", []), claim("ns", "c3", "u3", [])])
     assert recovery.unbound_pods_with_special_claims(api, "ns") == {"made": "c1", "named": "c2"}
+
+
+def scheduled_condition(message: str) -> dict:
+    return {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]}
+
+
+def test_only_pods_whose_leftover_claim_the_scheduler_deleted_are_left_for_its_periodic_retry() -> None:
+    bug_11 = ("0/2 nodes are available: 1 cannot schedule extended resource claim, 1 node(s) didn't satisfy "
+              "plugin(s) [DynamicResources NodeAffinity]. deletion of ResourceClaim completed, preemption: ...")
+    api = Api([pod("stalled", "u1", status=scheduled_condition(bug_11)),
+               pod("short-of-devices", "u2", status=scheduled_condition("0/2 nodes are available: 2 Insufficient "
+                                                                        "nvidia.com/gpu.")),
+               pod("claim-found-not-deleted", "u3", status=scheduled_condition(
+                   "0/2 nodes are available: 1 cannot schedule extended resource claim.")),
+               pod("not-tried-yet", "u4")], [])
+    assert recovery.left_for_periodic_retry(api, "ns", ["stalled", "short-of-devices", "claim-found-not-deleted",
+                                                        "not-tried-yet", "gone"]) == ["stalled"]
