@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pytest_kind import KindCluster
 
-from clusters import health, image_archives, lease, network
+from clusters import health, image_archives, lease, network, probe_patches
 from clusters.host import HostFacts, require_engine
 from clusters.images import BuiltImages
 from clusters.nodes import KindNodes
@@ -128,6 +128,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
 
     cdir.mkdir(parents=True, exist_ok=True)
     image_archives.archives_dir().mkdir(parents=True, exist_ok=True)  # the workers mount it
+    probe_patches.ensure()  # the control plane mounts it
     config_path = cdir / "kind-config.yaml"
     config_path.write_text(to_yaml(config))
     hash_file.unlink(missing_ok=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from clusters import image_archives
+from clusters import image_archives, probe_patches
 from clusters.host import HostFacts
 from clusters.versions import FEATURE_GATE, KubeVersion, gate_stage
 
@@ -79,7 +79,9 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
         raise TopologyError(f"unknown topology {spec.topology!r} (known: {', '.join(TOPOLOGIES)})")
     kubeadm_patches = [
         # No CoreDNS: nothing here resolves names, and its default forwards to outside resolvers.
-        {"kind": "InitConfiguration", "skipPhases": ["preflight", "addon/coredns"]},
+        {"kind": "InitConfiguration", "skipPhases": ["preflight", "addon/coredns"],
+         # Readiness probed every few seconds instead of every second (clusters/probe_patches.py).
+         "patches": {"directory": probe_patches.IN_NODE}},
     ]
     if host.cgroup_v1:
         kubeadm_patches.append({"kind": "KubeletConfiguration", "failCgroupV1": False})
@@ -87,7 +89,7 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
     if not host.has_cap_sys_resource:
         # Sandboxes ask for a lower oom_score_adj than containerd's, which needs CAP_SYS_RESOURCE.
         cri += "  restrict_oom_score_adj = true\n"
-    nodes = [{"role": "control-plane", "image": node_image}]
+    nodes = [{"role": "control-plane", "image": node_image, "extraMounts": [probe_patches.node_mount()]}]
     # Workers import the locally built images from archives they see (clusters/image_archives.py).
     nodes += [{"role": "worker", "image": node_image, "labels": {MODE_LABEL: mode},
                "extraMounts": [image_archives.node_mount()]}

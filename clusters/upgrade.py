@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusters import health
+from clusters import health, probe_patches
 from clusters.images import BuiltImages
 from clusters.nodes import KindNodes, Node
 from clusters.shell import CommandError, progress
@@ -51,7 +51,7 @@ def stage(nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
 def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, force: bool) -> None:
     progress(f"{node.name}: kubeadm upgrade apply {version.tag}{' --force (downgrade)' if force else ''}")
     command = (f"{staged(version, 'kubeadm')} upgrade apply {version.tag} --yes --ignore-preflight-errors=all "
-               f"--etcd-upgrade=false{' --force' if force else ''}")
+               f"--etcd-upgrade=false --patches={probe_patches.IN_NODE}{' --force' if force else ''}")
     for attempt in range(1, APPLY_ATTEMPTS + 1):
         # After the kubelets were swapped the API server may have just restarted: the full run's
         # downgrade on 1.35.4 failed with kubernetes-admin "forbidden" to list nodes (load ~40).

@@ -45,7 +45,7 @@ def test_a_preflight_failure_is_tried_again() -> None:
     node = FlakyNode(PREFLIGHT)
     apply(node)
     assert len(node.commands) == 2 and node.commands[0] == node.commands[1]
-    assert node.commands[0].endswith("--etcd-upgrade=false --force")
+    assert node.commands[0].endswith("--etcd-upgrade=false --patches=/kep5004/kubeadm-patches --force")
 
 
 def test_a_failure_to_read_the_component_configs_is_tried_again() -> None:
