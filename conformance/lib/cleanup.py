@@ -3,7 +3,7 @@ after a run, and after a run that was interrupted before its tests' own teardown
 from __future__ import annotations
 
 from conformance.lib.special_claim import RESOURCE_API, allocation_results
-from kube.api import Api, Obj
+from kube.api import TRANSIENT_ERRORS, Api, Obj
 from kube.waits import wait_for
 
 LABEL = "kep5004.io/test"
@@ -19,6 +19,16 @@ def labelled(obj: Obj) -> Obj:
     """`obj` with the suite's label added (in place, returned for chaining)."""
     obj.setdefault("metadata", {}).setdefault("labels", {})[LABEL] = "true"
     return obj
+
+
+def new_namespace(api: Api, name: str) -> None:
+    """Create the labelled namespace `name`, ready for pods: the API server refuses pods (403,
+    "serviceaccount default not found") until kube-controller-manager has made the namespace's
+    default ServiceAccount, which takes longer while that controller restarts or the host is
+    loaded (seen on 1.37.2 right after etcd restarted, session 15)."""
+    api.create(labelled({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+    wait_for(lambda: api.get("v1", "ServiceAccount", "default", name), timeout=120, interval=0.2,
+             transient=TRANSIENT_ERRORS, what=f"the default ServiceAccount of namespace {name}")
 
 
 def leftovers(api: Api) -> list[str]:

@@ -114,7 +114,7 @@ def _test_namespace(request: pytest.FixtureRequest, target: Target, failed: Call
         # held, leaving no room for the pod it was meant to attract.
         cleanup.wait_devices_released(target.api, target.profile.driver)
     name = f"kep5004-{uuid.uuid4().hex[:10]}"
-    target.api.create(cleanup.labelled({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+    cleanup.new_namespace(target.api, name)
     yield name
     if failed():
         dest = request.config.getoption("--diagnostics-dir") / diagnostics.safe_name(request.node.nodeid)

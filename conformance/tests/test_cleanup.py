@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.lib import cleanup
-from kube.waits import WaitTimeout
+from kube.waits import WaitTimeout, set_timeout_scale
 
 DRIVER = "gpu.example.com"
 ALLOCATED = {"allocation": {"devices": {"results": [
@@ -50,3 +50,34 @@ def test_a_namespace_that_keeps_its_devices_is_named_with_what_it_holds() -> Non
     api = Cluster([[("stuck", True, [ALLOCATED])]])
     with pytest.raises(WaitTimeout, match=r"stuck/claim-0 \(worker/gpu-0\).*ResourceClaim stuck/claim-0: allocated"):
         cleanup.wait_devices_released(api, DRIVER, timeout=1.5)
+
+
+class NewNamespaces:
+    """An API whose controller makes a namespace's default ServiceAccount after `lag` reads."""
+
+    def __init__(self, lag: int) -> None:
+        self.lag, self.created, self.reads = lag, [], 0
+
+    def create(self, obj: dict) -> dict:
+        self.created.append(obj)
+        return obj
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        assert (kind, name) == ("ServiceAccount", "default") and namespace == self.created[-1]["metadata"]["name"]
+        self.reads += 1
+        return {"metadata": {"name": name}} if self.reads > self.lag else None
+
+
+def test_a_new_namespace_is_labelled_and_ready_once_its_default_service_account_exists() -> None:
+    api = NewNamespaces(lag=3)
+    cleanup.new_namespace(api, "kep5004-x")
+    assert api.created[0]["metadata"]["labels"] == {cleanup.LABEL: "true"} and api.reads == 4
+
+
+def test_a_namespace_whose_service_account_never_comes_times_out_by_name() -> None:
+    set_timeout_scale(0.001)
+    try:
+        with pytest.raises(WaitTimeout, match="default ServiceAccount of namespace kep5004-x"):
+            cleanup.new_namespace(NewNamespaces(lag=10**9), "kep5004-x")
+    finally:
+        set_timeout_scale(1.0)
