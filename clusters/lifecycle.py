@@ -169,9 +169,23 @@ def _create_with_retry(spec: ClusterSpec, kubeconfig: Path, node_image: str, con
                 raise CommandError(f"kind could not create {spec.name} in {attempts} attempts; logs in {logs}") from None
 
 
+# What a node forwards and remembers for Services, which kind's log export leaves out: a pod
+# refused at a Service address (the driver at the API server's) is explained here or nowhere.
+NODE_NETWORK = ("nft list ruleset", "conntrack -L", "ip route")
+
+
 def export_logs(name: str, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     run([str(kind_bin()), "export", "logs", str(dest), "--name", name], check=False)
+    try:
+        nodes = KindNodes.of_cluster(name).nodes
+    except CommandError:  # the cluster is gone: what kind exported is all there is
+        return dest
+    for node in nodes:
+        (dest / node.name).mkdir(parents=True, exist_ok=True)
+        (dest / node.name / "network.txt").write_text("".join(
+            f"$ {command}\n{node.sh(f'{command} 2>&1; true')}\n"
+            for command in NODE_NETWORK))
     return dest
 
 
