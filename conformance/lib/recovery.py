@@ -27,7 +27,7 @@ def converged(target, check: Checks, rid: str, namespace: str, names: list[str],
     with check(rid, stop=True):
         wait_for(lambda: not not_running(api, namespace, names), timeout=timeout, interval=2,
                  transient=TRANSIENT_ERRORS, what=f"pods {names} Running after {after}",
-                 describe=lambda: "; ".join(pods.summary(api, namespace, n) for n in not_running(api, namespace, names)))
+                 describe=lambda: not_running_described(api, namespace, names))
     served = [scenario.verify_served(target, check, pods.get(api, namespace, n), as_id=rid) for n in names]
     with check(rid):
         several = {s.pod["metadata"]["name"]: owned for s in served
@@ -48,6 +48,11 @@ def converged(target, check: Checks, rid: str, namespace: str, names: list[str],
 def not_running(api: Api, namespace: str, names: list[str]) -> list[str]:
     """The named pods whose phase is not Running."""
     return [n for n in names if (pods.get(api, namespace, n).get("status") or {}).get("phase") != "Running"]
+
+
+def not_running_described(api: Api, namespace: str, names: list[str]) -> str:
+    """What each of the named pods that is not Running looks like, for a timed-out wait."""
+    return "; ".join(pods.summary(api, namespace, n) for n in not_running(api, namespace, names))
 
 
 def wait_restarted(target, check: Checks, rid: str, snaps: list[Snapshot], after: str, timeout: float = 300) -> None:

@@ -69,26 +69,26 @@ def running_promptly(target: Target, check: Checks, rid: str, namespace: str, na
     the scheduler had to be restarted. Pods stalled the way BUG-11 leaves them are that bug's
     deviation for `rid`; any other stall fails `rid` by name."""
     api = target.api
-    left_since: list[float] = []  # when every pod not running yet was first seen left for that retry
+    left_since: float | None = None  # when every pod not running yet was first seen left for that retry
 
     def served_or_left() -> tuple[list[str]] | None:
         """([],) once all run; (the others,) once they have stayed left for the retry LEFT_FOR s."""
+        nonlocal left_since
         waiting = recovery.not_running(api, namespace, names)
         if not waiting:
             return ([],)
         if recovery.left_for_periodic_retry(api, namespace, waiting) != waiting:
-            left_since.clear()
+            left_since = None
             return None
-        left_since[:] = left_since or [time.monotonic()]
+        left_since = left_since or time.monotonic()
         # The scheduler's own verdict; the look after it confirms that no other event (a slice,
         # a node) brings the pods back sooner.
-        return (waiting,) if time.monotonic() - left_since[0] >= LEFT_FOR else None
+        return (waiting,) if time.monotonic() - left_since >= LEFT_FOR else None
 
     try:
         stalled = wait_for(served_or_left, timeout=PROMPT, interval=2, transient=TRANSIENT_ERRORS,
                            what=f"pods {names} Running after {after}",
-                           describe=lambda: "; ".join(pods.summary(api, namespace, n)
-                                                      for n in recovery.not_running(api, namespace, names)))[0]
+                           describe=lambda: recovery.not_running_described(api, namespace, names))[0]
     except WaitTimeout as late:
         stalled = recovery.not_running(api, namespace, names)
         if stalled and recovery.left_for_periodic_retry(api, namespace, stalled) != stalled:
