@@ -1,11 +1,19 @@
-"""kubeadm patches that probe the control plane's readiness every few seconds, not every second.
+"""kubeadm patches that change how the kubelet probes the control plane: readiness every few
+seconds instead of every second, startup every second instead of every ten.
 
 kubeadm has the kubelet ask etcd, kube-apiserver and kube-scheduler whether they are ready every
 second, the latter two over HTTPS with a new TLS handshake each time. On an idle three-node kind
 cluster that was 1.2 % of a core of its 9.3 % (docs/timings.md, session 15), and the full job
 keeps up to nine clusters alive at once on two cores. Readiness gates only traffic through
-Services and the suite's own waits (which poll every few seconds themselves); liveness and
-startup probes are left as kubeadm makes them.
+Services and the suite's own waits (which poll every few seconds themselves).
+
+Its startup probes begin 10 s after a container starts and then ask every 10 s, and no
+readiness is judged before one succeeds: every restart of a component (a scheduler
+reconfigured, a gate switched, a version changed, a component killed on purpose) was reported
+Ready 10-20 s after it was serving (session 16: the scoring tests' two scheduler restarts took
+25 s each). Startup probes end with their first success, so asking every second costs nothing
+once a component runs; the time allowed to start (~240 s) stays kubeadm's. Liveness probes are
+left as kubeadm makes them.
 
 The patches are written into the cache, one directory per content, which the control-plane node
 mounts; kubeadm applies them when it writes the static pod manifests, at `init` and at
@@ -22,14 +30,24 @@ from clusters.paths import cache_root
 
 IN_NODE = "/kep5004/kubeadm-patches"
 READINESS_PERIOD_S = 5
-PROBED_EVERY_SECOND = ("etcd", "kube-apiserver", "kube-scheduler")
+READINESS_PROBED = ("etcd", "kube-apiserver", "kube-scheduler")  # kube-controller-manager has no readiness probe
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+# kubeadm's startup probes: first after 10 s, then every 10 s, 24 failures allowed.
+STARTUP_PERIOD_S = 1
+STARTUP_ALLOWED_S = 10 + 24 * 10
+
+
+def probes(component: str) -> dict[str, dict[str, int]]:
+    startup = {"initialDelaySeconds": 0, "periodSeconds": STARTUP_PERIOD_S,
+               "failureThreshold": STARTUP_ALLOWED_S // STARTUP_PERIOD_S}
+    readiness = {"periodSeconds": READINESS_PERIOD_S} if component in READINESS_PROBED else {}
+    return {"startupProbe": startup, **({"readinessProbe": readiness} if readiness else {})}
 
 
 def patches() -> dict[str, str]:
     """File name (kubeadm's `<component>+strategic.yaml`) -> strategic merge patch of its pod."""
-    return {f"{c}+strategic.yaml": yaml.safe_dump(
-        {"spec": {"containers": [{"name": c, "readinessProbe": {"periodSeconds": READINESS_PERIOD_S}}]}})
-        for c in PROBED_EVERY_SECOND}
+    return {f"{c}+strategic.yaml": yaml.safe_dump({"spec": {"containers": [{"name": c, **probes(c)}]}})
+            for c in COMPONENTS}
 
 
 def directory() -> Path:

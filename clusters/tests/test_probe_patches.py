@@ -1,4 +1,4 @@
-"""The kubeadm patches that slow the control plane's readiness probes (no cluster needed)."""
+"""The kubeadm patches of the control plane's readiness and startup probes (no cluster needed)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,14 +8,34 @@ import yaml
 from clusters import probe_patches
 
 
-def test_each_component_probed_every_second_gets_a_strategic_patch_of_its_own_container() -> None:
+def _containers() -> dict[str, dict]:
     found = {name: yaml.safe_load(text) for name, text in probe_patches.patches().items()}
-    assert set(found) == {"etcd+strategic.yaml", "kube-apiserver+strategic.yaml", "kube-scheduler+strategic.yaml"}
+    containers = {}
     for name, patch in found.items():
         [container] = patch["spec"]["containers"]
-        assert container["name"] == name.split("+")[0]
-        assert container["readinessProbe"] == {"periodSeconds": probe_patches.READINESS_PERIOD_S}
-        assert probe_patches.READINESS_PERIOD_S > 1
+        assert container["name"] == name.split("+")[0]  # kubeadm's file name says whose pod it patches
+        containers[container["name"]] = container
+    return containers
+
+
+def test_components_probed_for_readiness_every_second_are_probed_every_few_seconds() -> None:
+    containers = _containers()
+    assert {c for c, found in containers.items() if "readinessProbe" in found} == \
+        {"etcd", "kube-apiserver", "kube-scheduler"}
+    for found in containers.values():
+        if "readinessProbe" in found:
+            assert found["readinessProbe"] == {"periodSeconds": probe_patches.READINESS_PERIOD_S}
+    assert probe_patches.READINESS_PERIOD_S > 1
+
+
+def test_every_component_is_asked_whether_it_started_every_second_from_the_start_for_as_long_as_kubeadm_allows() -> None:
+    containers = _containers()
+    assert set(containers) == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+    for found in containers.values():
+        startup = found["startupProbe"]
+        assert startup["initialDelaySeconds"] == 0 and startup["periodSeconds"] == 1
+        # kubeadm: 10 s before the first of 24 probes 10 s apart
+        assert startup["periodSeconds"] * startup["failureThreshold"] == 10 + 24 * 10
 
 
 def test_the_files_are_written_once_into_a_directory_named_after_their_content(monkeypatch, tmp_path: Path) -> None:
