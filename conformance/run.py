@@ -168,6 +168,13 @@ def stop_if_stopping() -> None:
         raise KeyboardInterrupt("another lane was interrupted")
 
 
+def wait_or_stop(event: threading.Event) -> None:
+    """Until `event` is set; an interrupt meanwhile stops the waiting lane."""
+    while not event.wait(1):
+        stop_if_stopping()
+    stop_if_stopping()
+
+
 def stop_every_stage() -> None:
     """After an interrupt: every lane stops before its next step, and running stages now."""
     STOPPING.set()
@@ -203,6 +210,9 @@ class Step:
     stage: Stage
     every_profile: bool  # False: the first profile only (stages about Kubernetes changing in place)
     lane: str = "main"  # steps of one lane run in order, on a cluster each; the lanes run at once
+    # Its cluster is made once the first lane's is up: clusters made at once slow each other down,
+    # and the first lane, the longest, should not wait for one that has time to spare.
+    after_first_cluster: bool = False
 
 
 def lanes(plan: list[Step], one_cluster_at_a_time: bool) -> list[list[Step]]:
@@ -255,7 +265,8 @@ def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, b
     if not args.no_upgrade and upgrade_partner(version):
         in_place.append(("upgrade", UPGRADE_SUITE))
     if in_place:
-        plan.append(Step("in-place", serial_suites_stage(in_place), False, lane="in-place"))
+        # The lane with the most time to spare (docs/timings.md, session 16) makes its cluster last.
+        plan.append(Step("in-place", serial_suites_stage(in_place), False, lane="in-place", after_first_cluster=True))
     return plan
 
 
@@ -327,10 +338,11 @@ def install_and_check_driver(api: Api, kubectl: Callable[..., str], report: Repo
 
 
 def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, reports: list[Report],
-                    args: argparse.Namespace) -> bool:
+                    args: argparse.Namespace, made: Callable[[], None] = lambda: None) -> bool:
     """One stage on a cluster made for it, once per report's profile (the fake driver of one
     profile is removed before the next one's is deployed); the cluster goes afterwards (unless
-    --keep), whatever happened. True when every profile's stage passed."""
+    --keep), whatever happened. `made` is called once the cluster is up or failed to come up.
+    True when every profile's stage passed."""
     # Copies: each cluster has its own preflight file, and two lanes may share a report.
     reports = [copy.copy(r) for r in reports]
     first = reports[0].out
@@ -338,7 +350,10 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
     passed = True
     try:
         with StageLog(first).step(f"{spec.topology} cluster", first):
-            cluster = lifecycle.ensure(spec, images, failure_logs=first / "diagnostics" / f"cluster-{spec.name}")
+            try:
+                cluster = lifecycle.ensure(spec, images, failure_logs=first / "diagnostics" / f"cluster-{spec.name}")
+            finally:
+                made()
         previous: Report | None = None
         for report in reports:
             try:
@@ -409,15 +424,21 @@ def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]
             reports.append(Report(profile, arg, out, base_context(out.name, profile, version.tag, gate),
                                   time.monotonic()))
         outs += [r.out for r in reports]
+        plan = lanes(kind_plan(version, args, gates), args.one_cluster_at_a_time)
+        first_cluster = threading.Event()
+
         def run_step(step: Step) -> bool:
+            if step.after_first_cluster:
+                wait_or_stop(first_cluster)
             if not step.every_profile:  # the other reports say where those requirements were checked
                 for report in reports[1:]:
                     report.context["first_profile_only"] = reports[0].profile.name
             return on_kind_cluster(ClusterSpec(step.topology, version, gates=gates), step.stage, images,
-                                   reports if step.every_profile else reports[:1], args)
+                                   reports if step.every_profile else reports[:1], args,
+                                   made=first_cluster.set if step is plan[0][0] else lambda: None)
 
         try:
-            passed &= run_lanes(lanes(kind_plan(version, args, gates), args.one_cluster_at_a_time), run_step)
+            passed &= run_lanes(plan, run_step)
         finally:  # after an interrupt too: the partial summary shows the interrupted stage
             for report in reports:
                 finish(report)

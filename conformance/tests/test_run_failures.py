@@ -225,3 +225,31 @@ def test_an_interrupt_in_the_first_lane_stops_the_others_before_their_next_step(
     with pytest.raises(KeyboardInterrupt):
         run.run_lanes([[step("dra")], [step("faults"), step("upgrade")]], run_step)
     assert ran == ["faults"], "the other lane stopped, and took no further step"
+
+
+@pytest.mark.parametrize("first_fails", [False, True])
+def test_the_in_place_lane_makes_its_cluster_once_the_first_lanes_is_up_or_failed(kind, monkeypatch, first_fails):
+    import threading
+    import time
+    events, fake_ensure = [], lifecycle.ensure
+
+    def ensure(spec, images, failure_logs=None):
+        events.append(f"{spec.topology} asked")
+        if spec.topology == "dra":
+            time.sleep(0.3)  # long enough for another lane to have started, were it not waiting
+            events.append("dra up")
+            if first_fails:
+                raise RuntimeError("kind create failed")
+        return fake_ensure(spec, images, failure_logs)
+
+    monkeypatch.setattr(lifecycle, "ensure", ensure)
+    monkeypatch.setattr(run, "run_stage", lambda *args, **kwargs: 0)
+    args = ["--k8s-versions", "1.37", "--no-mixed", "--no-gate-cycle", "--no-upgrade", "--out", str(kind["out"])]
+    done = threading.Event()
+    threading.Timer(30, lambda: done.is_set() or run.STOPPING.set()).start()  # never hang the unit tests
+    try:
+        assert run.main(args) == (1 if first_fails else 0)
+    finally:
+        done.set()
+        run.STOPPING.clear()
+    assert events == ["dra asked", "dra up", "in-place asked"]

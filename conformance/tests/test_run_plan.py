@@ -55,3 +55,9 @@ def test_three_lanes_the_gate_cycle_after_the_mixed_stage_unless_one_cluster_at_
     assert lane_topologies(without_mixed) == [["dra"], ["gate-cycle"], ["in-place"]]
     only_main = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
     assert lane_topologies(only_main) == [["dra"]]
+
+
+def test_only_the_in_place_lane_waits_for_the_first_cluster() -> None:
+    plan = kind_plan(min(supported_versions()), ALL, {})
+    assert {step.topology: step.after_first_cluster for step in plan} == {
+        "dra": False, "mixed": False, "gate-cycle": False, "in-place": True}
