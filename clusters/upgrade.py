@@ -22,8 +22,10 @@ STAGE_DIR = "/kep5004/versions"
 BINARIES = ("kubeadm", "kubelet", "kubectl")
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 # What kubeadm says when it stopped before changing anything: while reading the cluster's
-# configuration (kubeadm-config and the component configs), or in its preflight phase.
-NOTHING_CHANGED = ("failed to get component configs", "error execution phase preflight")
+# configuration (kubeadm-config, the component configs, this node's registration and API
+# endpoint from its Node object), or in its preflight phase.
+NOTHING_CHANGED = ("failed to get component configs", "failed to get node registration", "failed to getAPIEndpoint",
+                   "error execution phase preflight")
 APPLY_ATTEMPTS = 3
 
 
@@ -63,8 +65,10 @@ def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, for
             # kubeadm reads the cluster's configuration and version with a 10 s client timeout,
             # which a loaded or restarting API server can miss (session 13, 1.35.4 downgrade: the
             # version in preflight; session 14, 1.37.2 downgrade: the kubelet's component config,
-            # connection refused). It changed nothing then, so trying again is safe; a failure in
-            # any phase that changes the cluster is not retried.
+            # connection refused; session 16, 1.36.3 downgrade: the node's registration, while the
+            # control plane's just swapped kubelet replaced the API server's static pod). It changed
+            # nothing then, so trying again is safe; a failure in any phase that changes the cluster
+            # is not retried.
             if not any(marker in str(err) for marker in NOTHING_CHANGED) or attempt == APPLY_ATTEMPTS:
                 raise
             progress(f"{node.name}: kubeadm upgrade apply failed before changing anything; trying again")

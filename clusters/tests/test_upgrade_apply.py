@@ -15,6 +15,12 @@ COMPONENT_CONFIGS = ("`kubeadm upgrade apply` exited 1: error: [upgrade] FATAL: 
                      "not download the kubelet configuration from ConfigMap \"kubelet-config\": Get \"https://"
                      "kind-control-plane:6443/api/v1/namespaces/kube-system/configmaps/kubelet-config?timeout=10s\": "
                      "dial tcp 172.18.0.20:6443: connect: connection refused")
+# Seen in the full job (session 16) right after the control plane's kubelet was swapped for the
+# older one, which replaced the API server's static pod under kubeadm.
+NODE_REGISTRATION = ("`kubeadm upgrade apply` exited 1: error: [upgrade] FATAL: failed to get node registration: failed "
+                     "to get corresponding node: Get \"https://kind-control-plane:6443/api/v1/nodes/kind-control-plane"
+                     "?timeout=10s\": dial tcp 172.18.0.16:6443: connect: connection refused - error from a previous "
+                     "attempt: unexpected EOF")
 
 
 class FlakyNode:
@@ -48,8 +54,9 @@ def test_a_preflight_failure_is_tried_again() -> None:
     assert node.commands[0].endswith("--etcd-upgrade=false --patches=/kep5004/kubeadm-patches --force")
 
 
-def test_a_failure_to_read_the_component_configs_is_tried_again() -> None:
-    node = FlakyNode(COMPONENT_CONFIGS)
+@pytest.mark.parametrize("failure", [COMPONENT_CONFIGS, NODE_REGISTRATION])
+def test_a_failure_to_read_the_clusters_configuration_is_tried_again(failure: str) -> None:
+    node = FlakyNode(failure)
     apply(node)
     assert len(node.commands) == 2 and node.commands[0] == node.commands[1]
 
