@@ -5,8 +5,9 @@ deploy the fake driver as each profile describes it (one after the other on the 
 run the suite (a parallel stage, then a serial one); alongside (unless --one-cluster-at-a-time)
 the mixed-node tests on a `mixed` cluster the same way, then with the first profile the gate
 cycle on a `gate-cycle` cluster (where the gate is locked on, with the control plane emulating
-the previous minor), and, with the first profile too, on an `in-place` cluster the faults and
-then the upgrade to the neighbouring pinned minor and back; a report per version and profile.
+the previous minor), and, with the first profile too, on an `in-place` cluster (made once the main
+one is up) the faults and then the upgrade to the neighbouring pinned minor and back; a report
+per version and profile.
 Existing-cluster mode (--kubeconfig): the same against a cluster and driver you bring,
 creating no kind cluster. Reports go to --out/<target>/: JUnit XML, Allure results,
 summary.json/.md per requirement, and a results bundle (.tar.gz).
