@@ -38,6 +38,16 @@ def probe(api: Api, profile: Profile, pod: Obj, container: str = "main") -> list
     return probe_container(api, profile, pod, container).device_ids
 
 
+def placed_before_the_switch(pod: Obj) -> bool:
+    """Refused by the device manager although the scheduler made no special claim for it: it was
+    placed as a device-plugin pod, on the node as it was before the switch to DRA, which the
+    scheduler's cache may not have caught up with under load (the full job, session 16: the
+    next pods, two seconds later, were served by DRA). Not KUBELET-5's case, whose pods have one."""
+    status = pod.get("status") or {}
+    return status.get("phase") == "Failed" and status.get("reason") == "UnexpectedAdmissionError" \
+        and claim_status(pod) is None
+
+
 def path_of(pod: Obj) -> str:
     """Which path served the pod's extended resources: "dra" (it has a special claim status) or "device-plugin"."""
     return "dra" if claim_status(pod) else "device-plugin"

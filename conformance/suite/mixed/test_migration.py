@@ -45,6 +45,24 @@ def _running(target: Target, check: Checks, namespace: str, name: str, node: str
     return pod
 
 
+def _served_after_switch(target: Target, check: Checks, namespace: str, manifest: Obj, node: str) -> Obj:
+    """The running pod of `manifest`, created (as it is) right after `node` was switched to DRA:
+    a pod the scheduler placed before it saw the switch is created once more, and the
+    requirement is held to the second one (a scheduler still treating the node as served by the
+    device plugin fails it then)."""
+    api, name = target.api, manifest["metadata"]["name"]
+    with check("MIXED-3", stop=True):
+        first = pods.wait_phase(api, namespace, name, ("Running", "Failed"), timeout=240)
+    if helpers.placed_before_the_switch(first):
+        check.observe("MIXED-3", f"pod {name}, created right after node {node} was switched to DRA, was placed as a "
+                                 f"device-plugin pod and refused by the device manager; created once more:\n"
+                                 f"{helpers.pod_state(api, namespace, name)}")
+        api.delete("v1", "Pod", name, namespace)
+        pods.wait_gone(api, "v1", "Pod", name, namespace)
+        api.create(manifest, namespace)
+    return _running(target, check, namespace, name, node, "MIXED-3")
+
+
 def _observe_no_stale_entry(check: Checks, target: Target, node: str) -> None:
     """KUBELET-5 is about a stale zero-capacity entry (see _running): say so where the node has none."""
     name = target.profile.extended_resource_name
@@ -79,11 +97,12 @@ def _fill_with_dra_pods(target: Target, check: Checks, namespace: str, node: str
     published = published_devices(api, p)[node]
     sizes = [2] * (published // 2) + [1] * (published % 2)
     names = [f"{prefix}-{i}" for i in range(len(sizes))]
-    for name, size in zip(names, sizes):
-        api.create(helpers.pinned_pod(name, p, node, {p.extended_resource_name: size}), namespace)
+    manifests = [helpers.pinned_pod(name, p, node, {p.extended_resource_name: size}) for name, size in zip(names, sizes)]
+    for manifest in manifests:
+        api.create(manifest, namespace)
     allocated: dict[str, list[tuple[str, str]]] = {}
-    for name, size in zip(names, sizes):
-        served = scenario.verify_served(target, check, _running(target, check, namespace, name, node, "MIXED-3"),
+    for name, size, manifest in zip(names, sizes, manifests):
+        served = scenario.verify_served(target, check, _served_after_switch(target, check, namespace, manifest, node),
                                         as_id="MIXED-3")
         seen = helpers.probe(api, p, served.pod)
         allocated[name] = pods.claim_devices(api, namespace, served.claim["metadata"]["name"])
@@ -178,8 +197,9 @@ def test_node_migrated_back_from_dra_to_the_device_plugin(check: Checks, target:
     if applies:
         with check("MIXED-3", stop=True):
             node_modes.set(node, "dra")
-        api.create(helpers.pinned_pod("dra-1", p, node, {name: 1}), namespace)
-        served = scenario.verify_served(target, check, _running(target, check, namespace, "dra-1", node, "MIXED-3"),
+        manifest = helpers.pinned_pod("dra-1", p, node, {name: 1})
+        api.create(manifest, namespace)
+        served = scenario.verify_served(target, check, _served_after_switch(target, check, namespace, manifest, node),
                                         as_id="MIXED-3")
         seen = helpers.probe(api, p, served.pod)
         check.that("MIXED-3", seen == served.seen["main"] and len(seen) == 1,
