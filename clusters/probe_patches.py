@@ -38,10 +38,11 @@ STARTUP_ALLOWED_S = 10 + 24 * 10
 
 
 def probes(component: str) -> dict[str, dict[str, int]]:
-    startup = {"initialDelaySeconds": 0, "periodSeconds": STARTUP_PERIOD_S,
-               "failureThreshold": STARTUP_ALLOWED_S // STARTUP_PERIOD_S}
-    readiness = {"periodSeconds": READINESS_PERIOD_S} if component in READINESS_PROBED else {}
-    return {"startupProbe": startup, **({"readinessProbe": readiness} if readiness else {})}
+    changed = {"startupProbe": {"initialDelaySeconds": 0, "periodSeconds": STARTUP_PERIOD_S,
+                                "failureThreshold": STARTUP_ALLOWED_S // STARTUP_PERIOD_S}}
+    if component in READINESS_PROBED:
+        changed["readinessProbe"] = {"periodSeconds": READINESS_PERIOD_S}
+    return changed
 
 
 def patches() -> dict[str, str]:
