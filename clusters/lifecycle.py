@@ -1,7 +1,9 @@
 """Create, reuse, load images into, export logs of and delete kind clusters.
 
-The kind and kubectl binaries are the ones built by clusters/toolchain; pytest-kind's
-KindCluster drives them (it is given local paths, so it never downloads anything).
+The kind and kubectl binaries are the ones built by clusters/toolchain. kind is run directly
+(not through pytest-kind's KindCluster, whose create cannot keep a failed cluster's nodes): a
+failed creation is retried with the nodes kept, their logs exported, then the nodes deleted.
+Creations are admitted by the host's cluster budget (clusters/capacity.py).
 """
 from __future__ import annotations
 
@@ -12,9 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_kind import KindCluster
-
-from clusters import health, image_archives, lease, network, probe_patches
+from clusters import capacity, health, image_archives, lease, network, probe_patches
 from clusters.host import HostFacts, require_engine
 from clusters.images import BuiltImages
 from clusters.nodes import KindNodes
@@ -71,11 +71,6 @@ class Cluster:
         health.wait_nodes_ready(self.kubeconfig, timeout=deadline_s)
 
 
-def _kind_cluster(spec: ClusterSpec, kubeconfig: Path, image: str | None = None) -> KindCluster:
-    return KindCluster(spec.name, kubeconfig=kubeconfig, image=image,
-                       kind_path=kind_bin(), kubectl_path=kubernetes_bin(spec.version, "kubectl"))
-
-
 def _all_running(cluster: Cluster) -> bool:
     """False when a node container stopped, e.g. after the Docker engine was restarted."""
     nodes = cluster.nodes()
@@ -94,13 +89,15 @@ def _cluster_dir(name: str) -> Path:
 
 
 def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts | None = None,
-           failure_logs: Path | None = None) -> Cluster:
+           failure_logs: Path | None = None, stop: Callable[[], None] = lambda: None) -> Cluster:
     """Reuse the cluster if it was made from the same rendered config (never one that tests change
     in place, see CHANGED_IN_PLACE), otherwise (re)create it.
 
     Either way the workload and driver images are loaded (nodes that have them are skipped). A
     cluster that fails to come up is deleted, after its node logs (kubelet, containerd, pods)
     were exported to `failure_logs` (default: <state>/failed/<name>-<time>), so the cause is kept.
+    A new cluster waits for room on the host (clusters/capacity.py); `stop` raises to give up
+    that wait (an interrupted run).
     """
     require_engine()
     lease.take(spec.name)  # before anything is reused or replaced: it may be another run's
@@ -132,14 +129,16 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     config_path = cdir / "kind-config.yaml"
     config_path.write_text(to_yaml(config))
     hash_file.unlink(missing_ok=True)
-    start = time.monotonic()
-    progress(f"{spec.name}: creating ({spec.topology}, Kubernetes {spec.version.tag}, config {config_path})")
     try:
-        _create_with_retry(spec, kubeconfig, node_image, config_path)
-        progress(f"{spec.name}: installing pod network")
-        network.install(Api(kubeconfig), cluster.nodes())
-        cluster.wait_nodes_ready()
-        cluster.load_images(images.workload, images.driver)
+        with capacity.admitted(spec.name, existing_clusters, stop) as waited:
+            start = time.monotonic()
+            progress(f"{spec.name}: creating ({spec.topology}, Kubernetes {spec.version.tag}, config {config_path}"
+                     + (f", after {waited:.0f} s waiting for room on the host" if waited >= 1 else "") + ")")
+            _create_with_retry(spec, kubeconfig, node_image, config_path)
+            progress(f"{spec.name}: installing pod network")
+            network.install(Api(kubeconfig), cluster.nodes())
+            cluster.wait_nodes_ready()
+            cluster.load_images(images.workload, images.driver)
     except BaseException as err:
         # Ctrl-C or a failure: leave nothing half-created behind, but keep why it failed.
         if not isinstance(err, KeyboardInterrupt) and spec.name in existing_clusters():
@@ -155,15 +154,20 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
 
 def _create_with_retry(spec: ClusterSpec, kubeconfig: Path, node_image: str, config_path: Path,
                        attempts: int = 2) -> None:
-    """kind create, once more after a failure: on a loaded 2-core host kubeadm's wait for the
-    API server can time out. Logs of failed attempts are kept under <state>/failed/."""
+    """kind create, once more after a failure: on a loaded host kubeadm's wait for the API server
+    can time out. The nodes of a failed attempt are kept (--retain) until their logs are exported
+    under <state>/failed/, so the directory a message names holds the cause."""
+    kubeconfig.touch(0o600, exist_ok=True)
+    command = [str(kind_bin()), "create", "cluster", f"--name={spec.name}", f"--kubeconfig={kubeconfig}",
+               f"--image={node_image}", f"--config={config_path}", "--retain"]
     for attempt in range(1, attempts + 1):
         try:
-            _kind_cluster(spec, kubeconfig, node_image).create(config_path)
+            subprocess.run(command, check=True)
             return
-        except subprocess.CalledProcessError:
+        except subprocess.CalledProcessError as err:
             logs = export_logs(spec.name, state_dir() / "failed" / f"{spec.name}-attempt-{attempt}")
-            progress(f"{spec.name}: kind create failed (attempt {attempt}/{attempts}); logs in {logs}")
+            progress(f"{spec.name}: kind create failed (attempt {attempt}/{attempts}, exit {err.returncode}); "
+                     f"node logs in {logs}")
             run([str(kind_bin()), "delete", "cluster", "--name", spec.name], check=False)
             if attempt == attempts:
                 raise CommandError(f"kind could not create {spec.name} in {attempts} attempts; logs in {logs}") from None

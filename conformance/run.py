@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters import lifecycle
+from clusters import capacity, lifecycle
 from clusters.host import require_engine
 from clusters.images import BuiltImages, ImagesMissingError
 from clusters.paths import IN_CHECKOUT, REPO_ROOT, REPORTS_DIR
@@ -352,7 +352,8 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
     try:
         with StageLog(first).step(f"{spec.topology} cluster", first):
             try:
-                cluster = lifecycle.ensure(spec, images, failure_logs=first / "diagnostics" / f"cluster-{spec.name}")
+                cluster = lifecycle.ensure(spec, images, failure_logs=first / "diagnostics" / f"cluster-{spec.name}",
+                                           stop=stop_if_stopping)
             finally:
                 made()
         previous: Report | None = None
@@ -411,6 +412,7 @@ def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]
     versions = [resolve(v) for v in args.k8s_versions.split(",")] if args.k8s_versions else supported_versions()
     require_engine()
     images = BuiltImages.load()
+    share_cluster_budget(args)
     if args.jobs > 1 and len(versions) > 1:
         return versions_at_once(args, versions, gates, chosen)
     passed = True
@@ -445,6 +447,19 @@ def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]
                 finish(report)
             write_coverage(args, outs)
     return 0 if passed else 1
+
+
+def share_cluster_budget(args: argparse.Namespace) -> None:
+    """Measure the host once and say what it allows; the budget goes to every process of the run
+    (versions at once, the suite's pytest) through the environment, so that all of them count
+    against the same figures instead of each measuring a host its siblings already load."""
+    for value, name in ((args.max_clusters, capacity.MAX_CLUSTERS_ENV), (args.create_at_once, capacity.CREATE_AT_ONCE_ENV)):
+        if value is not None:
+            os.environ[name] = str(value)
+    budget = capacity.budget()
+    os.environ[capacity.MAX_CLUSTERS_ENV] = str(budget.live)
+    os.environ[capacity.CREATE_AT_ONCE_ENV] = str(budget.creating)
+    log(f"host: {budget.why} (--max-clusters, --create-at-once to choose)")
 
 
 def versions_at_once(args: argparse.Namespace, versions: list[KubeVersion], gates: dict[str, bool],
@@ -522,6 +537,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
     p.add_argument("--jobs", type=int, default=1,
                    help="kind mode: run this many versions at once, each in its own process and clusters")
+    p.add_argument("--max-clusters", type=int, default=None,
+                   help="kind mode: kind clusters alive on this host at once, counting anyone's (default: measured "
+                        "from the host's cores and memory, printed at the start)")
+    p.add_argument("--create-at-once", type=int, default=None,
+                   help="kind mode: clusters created at the same time (default: one per four cores)")
     p.add_argument("--one-cluster-at-a-time", action="store_true",
                    help="kind mode: a version's clusters one after the other, not the in-place stages' cluster "
                         "alongside the others (less memory and CPU at once, a longer run)")
@@ -540,8 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=REPORTS_DIR, help="report directory")
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # --jobs hands it on to each version's run
-    if args.jobs < 1:
-        p.error("--jobs must be at least 1")
+    for name in ("jobs", "max_clusters", "create_at_once"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
     # The suite's pytest runs in REPO_ROOT: paths given relative to here must not move with it.
     args.out = args.out.absolute()
     args.kubeconfig = args.kubeconfig and args.kubeconfig.absolute()

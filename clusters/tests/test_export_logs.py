@@ -1,11 +1,16 @@
 """A cluster's exported logs include what each node forwards for Services (no cluster needed)."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from clusters import lifecycle
 from clusters.nodes import KindNodes
 from clusters.shell import CommandError
+from clusters.topology import ClusterSpec
+from clusters.versions import resolve
 
 
 class FakeNode:
@@ -36,3 +41,21 @@ def test_a_cluster_already_gone_leaves_what_kind_exported(monkeypatch, tmp_path:
     monkeypatch.setattr(KindNodes, "of_cluster", classmethod(gone))
     assert lifecycle.export_logs("c", tmp_path) == tmp_path
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_creation_keeps_its_nodes_until_their_logs_are_exported(monkeypatch, tmp_path: Path) -> None:
+    """kind deletes a failed cluster's nodes unless told to retain them: the logs named in the
+    message would be empty."""
+    events = []
+
+    def create(command, check):
+        events.append("create" + (" --retain" if "--retain" in command else ""))
+        raise subprocess.CalledProcessError(1, command)
+    monkeypatch.setattr(lifecycle.subprocess, "run", create)
+    monkeypatch.setattr(lifecycle, "export_logs", lambda name, dest: events.append("export") or dest)
+    monkeypatch.setattr(lifecycle, "run", lambda command, check=True: events.append(command[1]) or "")
+    monkeypatch.setenv("KEP5004_CACHE", str(tmp_path))
+    spec = ClusterSpec("dra", resolve("1.37"))
+    with pytest.raises(CommandError, match="in 2 attempts; logs in"):
+        lifecycle._create_with_retry(spec, tmp_path / "kubeconfig", "node:image", tmp_path / "kind.yaml")
+    assert events == ["create --retain", "export", "delete"] * 2

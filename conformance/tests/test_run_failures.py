@@ -3,11 +3,12 @@ end non-zero with a summary, JUnit and bundle, and nothing left behind (no clust
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from clusters import lifecycle
+from clusters import capacity, lifecycle
 from clusters.images import BuiltImages
 from conformance import run
 
@@ -29,7 +30,7 @@ def kind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
     """A kind mode where clusters are fakes and stages are scripted; records what was deleted."""
     state: dict = {"deleted": [], "clusters": [], "codes": [0], "ensure_error": None, "driver_error": None}
 
-    def ensure(spec, images, failure_logs=None):
+    def ensure(spec, images, failure_logs=None, stop=None):
         if state["ensure_error"]:
             raise state["ensure_error"]
         cluster = FakeCluster(spec.name)
@@ -43,6 +44,10 @@ def kind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
 
     monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({})))
     monkeypatch.setattr(run, "require_engine", lambda: None)
+    # The runner hands its cluster budget on through the environment: undone after the test.
+    monkeypatch.setattr(capacity, "_budget", None)
+    for name in (capacity.MAX_CLUSTERS_ENV, capacity.CREATE_AT_ONCE_ENV):
+        monkeypatch.setenv(name, "")
     monkeypatch.setattr(lifecycle, "ensure", ensure)
     monkeypatch.setattr(lifecycle, "delete", lambda name: state["deleted"].append(name))
     monkeypatch.setattr(run, "install_and_check_driver", install)
@@ -233,14 +238,14 @@ def test_the_in_place_lane_makes_its_cluster_once_the_first_lanes_is_up_or_faile
     import time
     events, fake_ensure = [], lifecycle.ensure
 
-    def ensure(spec, images, failure_logs=None):
+    def ensure(spec, images, failure_logs=None, stop=None):
         events.append(f"{spec.topology} asked")
         if spec.topology == "dra":
             time.sleep(0.3)  # long enough for another lane to have started, were it not waiting
             events.append("dra up")
             if first_fails:
                 raise RuntimeError("kind create failed")
-        return fake_ensure(spec, images, failure_logs)
+        return fake_ensure(spec, images, failure_logs, stop)
 
     monkeypatch.setattr(lifecycle, "ensure", ensure)
     monkeypatch.setattr(run, "run_stage", lambda *args, **kwargs: 0)
@@ -253,3 +258,10 @@ def test_the_in_place_lane_makes_its_cluster_once_the_first_lanes_is_up_or_faile
         watchdog.cancel()
         run.STOPPING.clear()
     assert events == ["dra asked", "dra up", "in-place asked"]
+
+
+def test_the_run_says_how_many_clusters_the_host_allows_and_hands_it_on(kind: dict, capsys) -> None:
+    assert run.main(["--k8s-versions", "1.37", "--max-clusters", "3", "--no-mixed", "--no-faults", "--no-gate-cycle",
+                     "--no-upgrade", "--out", str(kind["out"])]) == 0
+    assert "clusters alive at once" in capsys.readouterr().err
+    assert os.environ[capacity.MAX_CLUSTERS_ENV] == "3" and int(os.environ[capacity.CREATE_AT_ONCE_ENV]) >= 1

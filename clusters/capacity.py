@@ -1,0 +1,154 @@
+"""How many kind clusters this host carries at once, measured, never assumed.
+
+Every kind node runs a kubelet and containerd, every control plane an etcd and an API server,
+whether a test uses them or not; and a cluster being created is the busiest thing on a host
+(kubeadm, image imports). A job tuned on one 2-core host started six clusters at once and nine
+alive; on a fresh 2-core host the same job could not create its clusters (kubeadm init timed out
+at a load average of 185, 2026-12 issue #31). So clusters are admitted, host-wide, by two limits
+that every process of the project honours through lifecycle.ensure:
+
+- `live`: kind clusters alive on the host at once, counted with `kind get clusters`, so that
+  clusters of other runs, other checkouts or anyone's count too;
+- `creating`: clusters being created at once, one exclusive flock per slot under the state
+  directory (the kernel drops a dead process's lock).
+
+Both come from the host's cores and available memory when first asked for, and can be set with
+KEP5004_MAX_CLUSTERS / KEP5004_CREATE_AT_ONCE (the runner's --max-clusters / --create-at-once).
+"""
+from __future__ import annotations
+
+import fcntl
+import math
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusters.paths import state_dir
+from clusters.shell import progress
+
+MAX_CLUSTERS_ENV = "KEP5004_MAX_CLUSTERS"
+CREATE_AT_ONCE_ENV = "KEP5004_CREATE_AT_ONCE"
+# Clusters alive per core. Measured on 2-core hosts (docs/timings.md): an idle cluster costs
+# ~11 % of a core and a busy one most of one; nine alive on two cores made every step 1.5-5
+# times slower and cluster creation fail, four leave each busy cluster about half a core.
+CLUSTERS_PER_CORE = 2
+# Cores per cluster creation at once: a creation keeps about one core busy for 40-90 s.
+CORES_PER_CREATION = 4
+# Memory a cluster of our topologies holds (nine used ~9 GiB, docs/timings.md), with headroom
+# for the suite's pods and the page cache the image imports need.
+GIB_PER_CLUSTER = 1.5
+POLL_S = 3.0
+REPORT_EVERY_S = 60.0
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    cores: int
+    mem_available_gib: float
+    load1: float
+
+    @classmethod
+    def measure(cls, meminfo: Path = Path("/proc/meminfo")) -> "HostLoad":
+        cores = len(os.sched_getaffinity(0))
+        available_kib = next((int(line.split()[1]) for line in meminfo.read_text().splitlines()
+                              if line.startswith("MemAvailable:")), 0)
+        return cls(cores, available_kib / 2**20, os.getloadavg()[0])
+
+
+@dataclass(frozen=True)
+class Budget:
+    live: int
+    creating: int
+    why: str
+
+    @classmethod
+    def for_host(cls, host: HostLoad, env: dict[str, str] | None = None) -> "Budget":
+        env = os.environ if env is None else env
+        by_cpu = CLUSTERS_PER_CORE * host.cores
+        by_memory = max(1, math.floor(host.mem_available_gib / GIB_PER_CLUSTER))
+        live = max(1, min(by_cpu, by_memory))
+        creating = max(1, host.cores // CORES_PER_CREATION)
+        why = (f"{host.cores} cores, {host.mem_available_gib:.1f} GiB available, load {host.load1:.1f}: "
+               f"{live} clusters alive at once ({CLUSTERS_PER_CORE} per core, memory for {by_memory}), "
+               f"{creating} created at a time")
+        overrides = []
+        if env.get(MAX_CLUSTERS_ENV):
+            live = _positive(env[MAX_CLUSTERS_ENV], MAX_CLUSTERS_ENV)
+            overrides.append(f"{live} alive ({MAX_CLUSTERS_ENV})")
+        if env.get(CREATE_AT_ONCE_ENV):
+            creating = _positive(env[CREATE_AT_ONCE_ENV], CREATE_AT_ONCE_ENV)
+            overrides.append(f"{creating} created at a time ({CREATE_AT_ONCE_ENV})")
+        if overrides:
+            why += "; set: " + ", ".join(overrides)
+        return cls(live, creating, why)
+
+
+def _positive(text: str, name: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{name}={text!r}: a whole number of at least 1 is needed")
+    return value
+
+
+_budget: Budget | None = None
+
+
+def budget() -> Budget:
+    """This process's budget, measured once (later measurements would count our own clusters' load)."""
+    global _budget
+    if _budget is None:
+        _budget = Budget.for_host(HostLoad.measure())
+    return _budget
+
+
+def _creation_slot(slots: int) -> int | None:
+    """A held flock on one of `slots` creation slots, or None when all are taken."""
+    directory = state_dir() / "slots"
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(slots):
+        fd = os.open(directory / f"create-{i}", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            os.close(fd)
+    return None
+
+
+@contextmanager
+def admitted(name: str, alive: Callable[[], list[str]], stop: Callable[[], None] = lambda: None,
+             limits: Budget | None = None, sleep: Callable[[float], None] = time.sleep) -> Iterator[float]:
+    """Hold a creation slot while the block creates `name`, entered once fewer than `live` other
+    clusters exist on the host. Yields the seconds waited. `stop` raises to give up waiting (an
+    interrupted run); progress is reported every minute of waiting."""
+    limits = limits or budget()
+    start = last_report = time.monotonic()
+    fd = None
+    try:
+        while True:
+            stop()
+            others = [c for c in alive() if c != name]
+            if len(others) < limits.live:
+                fd = _creation_slot(limits.creating)
+                # Counted again with the slot held: another process may have created one meanwhile.
+                if fd is not None and len([c for c in alive() if c != name]) < limits.live:
+                    break
+                if fd is not None:
+                    os.close(fd)
+                    fd = None
+            if time.monotonic() - last_report >= REPORT_EVERY_S:
+                last_report = time.monotonic()
+                progress(f"{name}: waiting {last_report - start:.0f} s for room on this host: "
+                         f"{len(others)} of {limits.live} clusters alive ({', '.join(sorted(others))}), "
+                         f"{limits.creating} created at a time")
+            sleep(POLL_S)
+        yield time.monotonic() - start
+    finally:
+        if fd is not None:
+            os.close(fd)

@@ -1,0 +1,85 @@
+"""Clusters are admitted by the host's budget (no cluster: the host and the cluster list are given)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clusters import capacity
+from clusters.capacity import Budget, HostLoad
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KEP5004_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def test_a_two_core_host_keeps_four_clusters_alive_and_creates_one_at_a_time() -> None:
+    budget = Budget.for_host(HostLoad(cores=2, mem_available_gib=22.0, load1=0.1), env={})
+    assert (budget.live, budget.creating) == (4, 1)
+    assert "2 cores, 22.0 GiB available" in budget.why
+
+
+def test_memory_bounds_the_clusters_alive_on_a_host_with_many_cores() -> None:
+    budget = Budget.for_host(HostLoad(cores=16, mem_available_gib=7.0, load1=0.0), env={})
+    assert (budget.live, budget.creating) == (4, 4)
+    assert Budget.for_host(HostLoad(cores=1, mem_available_gib=0.5, load1=0.0), env={}).live == 1
+
+
+def test_the_environment_overrides_what_was_measured_and_says_so() -> None:
+    env = {capacity.MAX_CLUSTERS_ENV: "9", capacity.CREATE_AT_ONCE_ENV: "2"}
+    budget = Budget.for_host(HostLoad(cores=2, mem_available_gib=22.0, load1=0.0), env=env)
+    assert (budget.live, budget.creating) == (9, 2)
+    assert capacity.MAX_CLUSTERS_ENV in budget.why
+    with pytest.raises(ValueError, match=capacity.MAX_CLUSTERS_ENV):
+        Budget.for_host(HostLoad(cores=2, mem_available_gib=22.0, load1=0.0), env={capacity.MAX_CLUSTERS_ENV: "0"})
+
+
+def test_a_creation_waits_until_fewer_clusters_than_the_budget_are_alive() -> None:
+    alive = ["a", "b"]
+    slept = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 3:
+            alive.remove("b")  # another run deletes its cluster
+    with capacity.admitted("c", lambda: list(alive), limits=Budget(2, 1, ""), sleep=sleep):
+        assert alive == ["a"]
+    assert len(slept) == 3
+
+
+def test_the_cluster_being_made_is_not_counted_against_itself() -> None:
+    with capacity.admitted("c", lambda: ["c"], limits=Budget(1, 1, ""), sleep=pytest.fail):
+        pass
+
+
+def test_a_stopped_run_gives_up_waiting() -> None:
+    def stop() -> None:
+        raise KeyboardInterrupt("stopping")
+    with pytest.raises(KeyboardInterrupt):
+        with capacity.admitted("c", lambda: ["a"], stop=stop, limits=Budget(1, 1, "")):
+            pytest.fail("admitted while stopping")
+
+
+def test_a_creation_slot_held_by_another_process_makes_the_next_creation_wait() -> None:
+    holder = subprocess.Popen([sys.executable, "-c", "from clusters import capacity; fd = capacity._creation_slot(1); "
+                               "print('held' if fd is not None else 'free', flush=True); import sys; sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        waits = []
+
+        def sleep(seconds: float) -> None:
+            waits.append(seconds)
+            if len(waits) == 2:
+                holder.communicate("")  # the other creation ends, and its slot with it
+        with capacity.admitted("c", lambda: [], limits=Budget(4, 1, ""), sleep=sleep):
+            pass
+        assert len(waits) == 2
+    finally:
+        if holder.poll() is None:
+            holder.communicate("")
