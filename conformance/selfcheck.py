@@ -4,7 +4,8 @@ For each defect mode of the fake driver (fake_driver/defects.py) the driver is d
 that defect alone on a kind cluster of the default version, the part of the suite that can
 see it runs (existing-cluster mode), and the defect counts as killed only when exactly the
 expected requirement IDs are `failed` (or, for setup defects, the expected preflight item)
-and nothing is `error`. A run without any defect comes first: it must fail nothing, or every
+and nothing is `error` but the IDs that share a test with a failed one (which that failure
+keeps from being credited). A run without any defect comes first: it must fail nothing, or every
 kill would be meaningless. The kill-rate table is printed and written to
 <out>/selfcheck.md.
 """
@@ -100,11 +101,12 @@ def defect_profile(base: profiles.Profile, defect: str | None, dest: Path) -> Pa
 
 def judge(defect: str | None, expected: Expectation, out: Path, code: int, seconds: float) -> Outcome:
     """Killed: the run failed (exit 1, not a usage error or an interrupt) with exactly the expected
-    IDs failed, no error; the baseline (no defect) must pass cleanly."""
+    IDs failed, no error of its own (an error caused by those failures is theirs); the baseline
+    (no defect) must pass cleanly."""
     report = json.loads((out / "existing" / "summary.json").read_text())
-    verdicts = {r["id"]: r["verdict"] for r in report["requirements"]}
-    failed = sorted(rid for rid, v in verdicts.items() if v == "failed")
-    errors = sorted(rid for rid, v in verdicts.items() if v == "error")
+    failed = sorted(r["id"] for r in report["requirements"] if r["verdict"] == "failed")
+    errors = sorted(r["id"] for r in report["requirements"] if r["verdict"] == "error"
+                    and not (r.get("caused_by") and set(r["caused_by"]) <= set(failed)))
     preflight_failed = [p["name"] for p in report["context"].get("preflight", []) if p["verdict"] == "failed"]
     if defect is None:
         killed = code == 0 and not failed and not errors and not preflight_failed  # the baseline must be clean

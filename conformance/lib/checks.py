@@ -19,21 +19,18 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import NoReturn
-
-import pytest
-
 from conformance.catalogue import catalogue
 
 PASSED = "passed"
 FAILED = "failed"
 DEVIATES = "deviates"              # the cluster contradicts the spec through a known upstream bug
 OBSERVED = "observed"              # informational: what was seen, no pass/fail
-NOT_APPLICABLE = "not applicable"  # version, gate or profile capability; always with a reason
-ERROR = "error"                    # the test broke before it could evaluate the ID
-NOT_TESTED = "not tested"
-# Worst first: the order in which one ID's outcomes across tests decide its verdict.
-PRECEDENCE = (FAILED, ERROR, DEVIATES, PASSED, OBSERVED, NOT_APPLICABLE, NOT_TESTED)
+NOT_APPLICABLE = "not applicable"  # the catalogue's version range or a gate the run set (summary only)
+ERROR = "error"                    # a test citing the ID failed or broke outside this ID's checks
+NOT_TESTED = "not tested"          # always with a reason: a clause the profile or cluster cannot show
+# Worst first: the order in which one ID's outcomes across tests decide its verdict. A clause not
+# tested keeps the ID from `passed`; observations alone never make it `passed`.
+PRECEDENCE = (FAILED, ERROR, DEVIATES, NOT_TESTED, PASSED, OBSERVED, NOT_APPLICABLE)
 
 PROPERTY = "check"  # user_properties key: survives xdist and lands in JUnit as a property
 
@@ -150,15 +147,10 @@ class Checks:
         """An informational result: what was seen (no pass/fail)."""
         self._record(Check(rid, OBSERVED, what))
 
-    def not_applicable(self, rid: str, reason: str) -> None:
-        self._record(Check(rid, NOT_APPLICABLE, reason))
-
-    def skip_not_applicable(self, reason: str) -> NoReturn:
-        """None of the test's requirements can be evaluated here (version, gate or profile
-        capability): record each as not applicable with `reason`, and skip the test."""
-        for rid in sorted(self.allowed):
-            self.not_applicable(rid, reason)
-        pytest.skip(reason)
+    def not_tested(self, rid: str, reason: str) -> None:
+        """A clause of `rid` that this cluster or profile cannot show: the ID is not `passed` here,
+        whatever else held. (Versions and gates are the catalogue's: the summary applies them.)"""
+        self._record(Check(rid, NOT_TESTED, reason))
 
     @property
     def failures(self) -> list[Check]:

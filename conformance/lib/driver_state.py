@@ -32,7 +32,7 @@ def check_released(api: Api, profile: Profile, check: Checks, rid: str, node: st
     """`rid`: the driver on `node` unprepared every claim in `claim_uids` (the kubelet retries
     unprepare on its reconcile loop, hence a generous timeout)."""
     if profile.node_state is None:
-        check.not_applicable(rid, f"node-side release of claims not checked: {NO_CAPABILITY}")
+        check.not_tested(rid, f"node-side release of claims not checked: {NO_CAPABILITY}")
         return
     with check(rid):
         wait_for(lambda: not set(claim_uids) & held_claims(api, profile, node), timeout=timeout, interval=3,

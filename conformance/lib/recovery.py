@@ -104,7 +104,7 @@ def check_driver_holds_its_pods_claims(target, check: Checks, rid: str, served: 
     none that no longer exists (the kubelet's unprepare of deleted pods may lag: waited for)."""
     api, profile = target.api, target.profile
     if profile.node_state is None:
-        check.not_applicable(rid, f"the driver's prepared claims after {after} not compared: {driver_state.NO_CAPABILITY}")
+        check.not_tested(rid, f"the driver's prepared claims after {after} not compared: {driver_state.NO_CAPABILITY}")
         return
     for node, wanted in claims_of_pods_on(served).items():
         def mismatch() -> str:

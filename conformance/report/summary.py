@@ -1,10 +1,18 @@
 """Per-requirement verdicts from the suite's outcome records, in JSON and Markdown.
 
-Only evaluated checks decide a verdict (conformance/lib/checks.py): a test that cites an ID
-but never checked it on this run credits nothing. Per ID, the worst outcome across tests
-wins (failed, error, deviates, passed, observed); an ID the catalogue does not apply to the
-server's version is `not applicable` with the catalogue's reason, unless a check of it failed;
-one that needs another gate state is so only when no check of it ran (stages switch the gate).
+The words mean one thing each:
+- `passed`: every test citing the ID that ran ended with every check held, and at least one
+  check of the ID was evaluated (a test that cites an ID but never checked it credits nothing);
+- `failed`: a check of the ID failed (the test is named with what it observed);
+- `error`: a test citing the ID failed or broke anywhere without a failed check of this ID (the
+  test stopped at another ID's failure, a wait outside any check, a teardown): the ID cannot be
+  credited by that test's checks that held before; `caused_by` names the failed IDs, if any;
+- `deviates`: the cluster contradicts the spec through a known upstream bug (named);
+- `observed`: informational requirements, and IDs with nothing but observations: never passed;
+- `not applicable`: only the catalogue's version range or a gate the run set says so;
+- `not tested`: with the reason: a clause the profile or cluster cannot show (a `not tested`
+  check, which keeps an otherwise held ID from `passed`), a test skipped, a stage that did not run.
+Per ID the worst outcome across tests wins, in PRECEDENCE order.
 """
 from __future__ import annotations
 
@@ -13,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.catalogue import catalogue
+from conformance.catalogue.model import Requirement
 from conformance.lib.checks import (
     DEVIATES, ERROR, FAILED, NOT_APPLICABLE, NOT_TESTED, OBSERVED, PASSED, PRECEDENCE, Check,
 )
@@ -26,6 +35,7 @@ class Verdict:
     tests: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)  # upstream issues/PRs behind a deviation
+    caused_by: list[str] = field(default_factory=list)   # an error's failed IDs (in the same test)
 
 
 def read_records(path: Path) -> list[dict]:
@@ -42,92 +52,126 @@ def _server_minor(context: dict) -> tuple[int, int] | None:
     return (int(server[0]), int(server[1])) if len(server) >= 2 and all(p.isdigit() for p in server[:2]) else None
 
 
-def _evidence(records: list[dict]) -> tuple[dict[str, list[tuple[str, Check]]], dict[str, list[dict]]]:
-    """ID -> (test, check) for every evaluated check; ID -> records of tests that cite the ID
-    but ended (skipped, failed, errored) without evaluating it."""
-    checks: dict[str, list[tuple[str, Check]]] = {}
-    for r in records:
-        for c in r.get("checks", []):
-            checks.setdefault(c["id"], []).append((r["test"], Check(**c)))
-    unevaluated: dict[str, list[dict]] = {}
-    for r in records:
-        if r["outcome"] == "passed":
-            continue
-        for rid in r["requirements"]:
-            if not any(test == r["test"] for test, _ in checks.get(rid, [])):
-                unevaluated.setdefault(rid, []).append(r)
-    return checks, unevaluated
+@dataclass
+class _Test:
+    """Everything one test recorded over its phases."""
+    name: str
+    cites: set[str] = field(default_factory=set)
+    checks: list[Check] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)  # records of phases that failed or broke
+    skips: list[str] = field(default_factory=list)
+
+    def failed_ids(self) -> list[str]:
+        return sorted({c.id for c in self.checks if c.verdict == FAILED})
 
 
-def _verdict_from_checks(found: list[tuple[str, Check]]) -> tuple[str, list[str], list[str]]:
-    verdict = min((c.verdict for _, c in found), key=PRECEDENCE.index)
-    chosen = [(t, c) for t, c in found if c.verdict == verdict]
-    if verdict == PASSED:
-        reasons = []
-    else:
-        reasons = sorted({f"{t}: {_last_line(c.message) if verdict == FAILED else c.message.strip()}" for t, c in chosen})
-    return verdict, reasons, sorted({c.reference for _, c in chosen if c.reference})
+@dataclass(frozen=True)
+class _Outcome:
+    """One test's word on one ID."""
+    test: str
+    verdict: str
+    message: str = ""
+    reference: str = ""
+    caused_by: tuple[str, ...] = ()
+
+
+def _tests(records: list[dict]) -> list[_Test]:
+    tests: dict[str, _Test] = {}
+    for r in records:
+        t = tests.setdefault(r["test"], _Test(r["test"]))
+        t.cites.update(r["requirements"])
+        t.checks += [Check(**c) for c in r.get("checks", [])]
+        if r["outcome"] == "failed":
+            t.failures.append(r)
+        elif r["outcome"] == "skipped":
+            t.skips.append(r["message"])
+    return list(tests.values())
+
+
+def _outcomes(test: _Test, rid: str) -> list[_Outcome]:
+    """What `test` says of `rid`: its checks, or, where it failed or broke, a failure or an error."""
+    own = [c for c in test.checks if c.id == rid]
+    if test.failures and not any(c.verdict == FAILED for c in own) and rid in test.cites:
+        failed = test.failed_ids()
+        if failed:
+            why = f"{test.name} failed at {', '.join(failed)}: its checks of {rid} cannot be credited"
+        else:
+            first = test.failures[0]
+            why = f"{test.name} ({first['when']}) broke: {_last_line(first['message'])}"
+        return [_Outcome(test.name, ERROR, why, caused_by=tuple(failed))]
+    return [_Outcome(test.name, c.verdict, c.message, c.reference) for c in own]
+
+
+def _decide(req: Requirement, found: list[_Outcome]) -> Verdict:
+    verdict = min((o.verdict for o in found), key=PRECEDENCE.index)
+    if req.informational and verdict == PASSED:
+        verdict = OBSERVED  # describes behaviour: what held is what was seen, not a pass
+    chosen = [o for o in found if o.verdict == verdict or (verdict == OBSERVED and o.verdict == PASSED)]
+    reasons = {f"{o.test}: {_last_line(o.message) if o.verdict == FAILED else o.message.strip()}"
+               for o in chosen if o.message.strip() or o.verdict != PASSED}
+    # Observations and clauses not tested stay visible whatever decided the verdict.
+    reasons |= {f"{o.test}: {o.verdict}: {o.message.strip()}" for o in found
+                if o.verdict in (OBSERVED, NOT_TESTED) and o not in chosen}
+    return Verdict(req.id, req.title, verdict, sorted({o.test for o in found}), sorted(reasons),
+                   sorted({o.reference for o in chosen if o.reference}),
+                   sorted({rid for o in chosen for rid in o.caused_by}))
 
 
 # Scenarios the runner plays with the first profile of a run only (see its report for their verdicts).
-IN_PLACE = ("gate-cycle", "upgrade")
+IN_PLACE = ("gate-cycle", "upgrade", "faults")
 FIRST_PROFILE_ONLY = "checked in this run with profile"
+# Stages by the topology of the requirements they check (runner stage names).
+STAGE_OF_TOPOLOGY = {"mixed": "mixed", "gate-cycle": "gate-cycle", "upgrade": "upgrade", "faults": "faults",
+                     "scoring": "serial"}
+
+
+def _why_untested(req: Requirement, context: dict, skips: list[str]) -> list[str]:
+    if skips:
+        return sorted(set(skips))
+    if req.topology in IN_PLACE and context.get("first_profile_only"):
+        return [f"{FIRST_PROFILE_ONLY} {context['first_profile_only']}: the faults, the gate cycle and the upgrade "
+                "change Kubernetes in place, once per version"]
+    stage = STAGE_OF_TOPOLOGY.get(req.topology)
+    ran = {st["stage"] for st in context.get("stages", [])}
+    if stage and context.get("stages") is not None and stage not in ran:
+        return [f"the {stage} stage, which checks it, did not run here"]
+    return []
 
 
 def verdicts(records: list[dict], context: dict | None = None) -> list[Verdict]:
     context = context or {}
     minor = _server_minor(context)
-    checks, unevaluated = _evidence(records)
+    tests = _tests(records)
     out = []
     for req in catalogue().requirements.values():
-        found = checks.get(req.id, [])
-        tests = sorted({t for t, _ in found} | {r["test"] for r in unevaluated.get(req.id, [])})
-        verdict, reasons, refs = NOT_TESTED, [], []
-        applies, why = req.applies_to(minor, context.get("gate_enabled")) if minor else (True, "")
+        found = [o for t in tests for o in _outcomes(t, req.id)]
+        skips = [m for t in tests if req.id in t.cites and not any(o.test == t.name for o in found) for m in t.skips]
         if found:
-            verdict, reasons, refs = _verdict_from_checks(found)
-            # Another test of the same ID broke before checking it: what it would have found is
-            # unknown, so the ID cannot be credited (error outranks deviates, passed, observed).
-            broken = _broken(unevaluated.get(req.id, []), checks)
-            if broken and PRECEDENCE.index(verdict) > PRECEDENCE.index(ERROR):
-                verdict, reasons, refs = ERROR, broken, []
-        # The gate state can change within a run (the gate-cycle stage switches it off): a gate
-        # requirement evaluated on a version it covers keeps its verdict; the version range decides.
-        evaluated_in_range = bool(found) and minor is not None and minor in req.versions
-        if not applies and verdict != FAILED and not evaluated_in_range:
-            verdict, reasons, refs = NOT_APPLICABLE, [why], []
-        elif verdict == NOT_TESTED and req.id in unevaluated:
-            verdict, reasons = _unevaluated(unevaluated[req.id], checks)
-        elif verdict == NOT_TESTED and req.topology in IN_PLACE and context.get("first_profile_only"):
-            reasons = [f"{FIRST_PROFILE_ONLY} {context['first_profile_only']}: the gate cycle and the upgrade change "
-                       "Kubernetes in place, once per version"]
-        out.append(Verdict(req.id, req.title, verdict, tests, reasons, refs))
+            v = _decide(req, found)
+        else:
+            v = Verdict(req.id, req.title, NOT_TESTED, sorted({t.name for t in tests if req.id in t.cites}),
+                        _why_untested(req, context, skips))
+        if minor is not None:
+            _apply_catalogue(req, minor, context, v, evaluated=bool(found))
+        out.append(v)
     return out
 
 
-def _unevaluated(records: list[dict], checks: dict[str, list[tuple[str, Check]]]) -> tuple[str, list[str]]:
-    """Tests that cite the ID but ended without evaluating it: skipped for a reason (not
-    applicable), stopped by a failed check of another ID (not tested: the failure is reported
-    under that ID), or broken by something that is no check at all (error)."""
-    broken = [r for r in records if r["outcome"] != "skipped"]
-    if not broken:
-        return NOT_APPLICABLE, sorted({r["message"] for r in records})
-    errors = _broken(records, checks)
-    if errors:
-        return ERROR, errors
-    return NOT_TESTED, sorted({f"{r['test']}: not reached, it stopped at failed {', '.join(_stopped_by(r['test'], checks))}"
-                               for r in broken})
-
-
-def _stopped_by(test: str, checks: dict[str, list[tuple[str, Check]]]) -> list[str]:
-    return sorted({rid for rid, found in checks.items() for t, c in found if t == test and c.verdict == FAILED})
-
-
-def _broken(records: list[dict], checks: dict[str, list[tuple[str, Check]]]) -> list[str]:
-    """Why tests ended without evaluating the ID through something that is no check at all (an
-    exception, a forbidden call, a fixture that broke); [] if none did."""
-    return sorted({f"{r['test']} ({r['when']}) ended before checking it: {_last_line(r['message'])}"
-                   for r in records if r["outcome"] != "skipped" and not _stopped_by(r["test"], checks)})
+def _apply_catalogue(req: Requirement, minor: tuple[int, int], context: dict, v: Verdict, evaluated: bool) -> None:
+    """`not applicable` from the catalogue alone: a version outside the requirement's range (a
+    failed check still shows), or a gate state the run chose. A gate state the gate-cycle stage
+    switches is no reason: unchecked there, the ID is not tested."""
+    applies, why = req.applies_to(minor, context.get("gate_enabled"))
+    if applies or v.verdict == FAILED:
+        return
+    if minor not in req.versions:
+        v.verdict, v.reasons, v.references, v.caused_by = NOT_APPLICABLE, [why], [], []
+    elif evaluated:
+        return  # the gate was switched within the run (gate cycle): its checks keep their verdict
+    elif req.topology == "gate-cycle":
+        v.reasons = [*v.reasons] or [f"{why}; the gate-cycle stage, which switches it, did not check it here"]
+    else:
+        v.verdict, v.reasons = NOT_APPLICABLE, [why]
 
 
 COLUMNS = (PASSED, FAILED, DEVIATES, OBSERVED, NOT_APPLICABLE, ERROR, NOT_TESTED)
@@ -136,10 +180,14 @@ COLUMNS = (PASSED, FAILED, DEVIATES, OBSERVED, NOT_APPLICABLE, ERROR, NOT_TESTED
 def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
     vs = verdicts(records, context)
     counts = {k: sum(v.verdict == k for v in vs) for k in COLUMNS}
+    unclean = [st["stage"] for st in context.get("stages", []) if st.get("error") or st.get("exit")]
     (out_dir / "summary.json").write_text(json.dumps(
-        {"context": context, "counts": counts, "requirements": [asdict(v) for v in vs]}, indent=2))
+        {"context": context, "counts": counts, "stages_not_clean": unclean,
+         "requirements": [asdict(v) for v in vs]}, indent=2))
+    # A stage that ended non-zero is on the counts line, so that it never reads as a clean run.
     lines = [f"# KEP-5004 conformance: {context.get('target', '')}", "",
-             " | ".join(f"{k}: {n}" for k, n in counts.items()), ""]
+             " | ".join([*(f"{k}: {n}" for k, n in counts.items()),
+                         *([f"stages not clean: {', '.join(unclean)}"] if unclean else [])]), ""]
     if context.get("stages"):
         lines += ["stages: " + ", ".join(f"{st['stage']} {st.get('seconds', '?')} s ({_stage_state(st)})"
                                          for st in context["stages"]), ""]

@@ -86,7 +86,7 @@ def test_more_devices_than_any_node_has_stays_pending(target: Target, check: Che
     # cluster, so this test needs no serial slot.
     want = max([*capacity.values(), *(p.devices_on(n) for n in capacity)]) + 1
     if want > CLAIM_LIMIT:
-        check.not_applicable("ALLOC-2", f"a node publishes {want - 1} devices: asking for more would hit the "
+        check.not_tested("ALLOC-2", f"a node publishes {want - 1} devices: asking for more would hit the "
                                         f"{CLAIM_LIMIT}-device claim limit (ALLOC-3) rather than too few devices")
         return
     api.create(pods.pod("too-many", [pods.container("main", p, {p.extended_resource_name: want})]), namespace)
@@ -111,7 +111,7 @@ def test_more_than_32_devices_stays_pending(target: Target, check: Checks, names
     capacity = pods.dra_capacity(api, p.driver)
     large = sorted((n for n, count in capacity.items() if count > CLAIM_LIMIT), key=capacity.get, reverse=True)
     if not large:
-        check.not_applicable("ALLOC-3", f"driver {p.driver}'s ResourceSlices show at most {max(capacity.values(), default=0)} "
+        check.not_tested("ALLOC-3", f"driver {p.driver}'s ResourceSlices show at most {max(capacity.values(), default=0)} "
                                         f"devices per node: no node publishes more than {CLAIM_LIMIT} devices, so the "
                                         f"{CLAIM_LIMIT}-device limit cannot be told apart from too few devices")
         return

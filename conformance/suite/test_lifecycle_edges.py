@@ -108,8 +108,7 @@ def test_pod_beyond_a_requests_quota_is_refused_at_creation(target: Target, chec
                                                             kind: str) -> None:
     api, p = target.api, target.profile
     if kind == "implicit" and target.minor < (1, 35):
-        check.not_applicable("QUOTA-6", "pods are served through implicit names from 1.35 on (NAME-2)")
-        return
+        pytest.skip("pods are served through implicit names from 1.35 on (NAME-2)")
     resource = p.extended_resource_name if kind == "explicit" else p.implicit_resource_name
     key = f"requests.{resource}"
     api.create(quota("requests", [key], limit=1), namespace)

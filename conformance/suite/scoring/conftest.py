@@ -47,7 +47,7 @@ def scoring_scheduler(request: pytest.FixtureRequest, target: Target, kubeconfig
     try:
         nodes = nodes_on_this_host(target)
     except CommandError as err:
-        pytest.skip(f"not applicable: the scoring tests configure kube-scheduler profiles of their own, which "
+        pytest.skip(f"not tested: the scoring tests configure kube-scheduler profiles of their own, which "
                     f"needs a kind cluster on this host ({err})")
     scheduler.set_profiles(kubeconfig, nodes, scheduler_profiles(target.profile))
     yield

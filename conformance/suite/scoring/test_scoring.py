@@ -42,12 +42,12 @@ def unequal(target: Target, module_namespace: str) -> Unequal:
     api, p = target.api, target.profile
     capacity = pods.dra_capacity(api, p.driver)
     if len(capacity) < 2:
-        pytest.skip(f"not applicable: scoring needs two nodes with devices of {p.driver}, the cluster has "
+        pytest.skip(f"not tested: scoring needs two nodes with devices of {p.driver}, the cluster has "
                     f"{capacity or 'none'}")
     # The node with fewer devices gets the seed: one free device there still means the fuller node.
     seeded, ballast = sorted(capacity, key=lambda n: (capacity[n], n))[:2]
     if capacity[seeded] < 2:
-        pytest.skip(f"not applicable: node {seeded} publishes {capacity[seeded]} device; scoring needs two")
+        pytest.skip(f"not tested: node {seeded} publishes {capacity[seeded]} device; scoring needs two")
     setup = setup_checks("making the nodes unequal")
     seed = pods.pinned(pods.pod("seed", [pods.container("main", p, {p.extended_resource_name: capacity[seeded] - 1})]),
                        seeded)
