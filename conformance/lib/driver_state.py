@@ -3,9 +3,15 @@
 NodeUnprepareResources leaves no trace a user can see through the API: the devices become
 allocatable as soon as the claim is gone, whether or not the driver cleaned up. A profile
 that declares `nodeState` lets the suite ask the driver's pod on the node directly; other
-profiles get `not applicable` for that part of the check, with the reason.
+profiles get `not tested` for that part of the check, with the reason.
+
+A release is only evidence once the same state was seen holding the claim: a `nodeState` that
+matches nothing would otherwise "release" every claim at once. So the state is read while the
+pod still runs (`held_before`), and `check_released` requires the claims in it.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
@@ -27,14 +33,41 @@ def held_claims(api: Api, profile: Profile, node: str) -> set[str]:
                                                    list(state.command))) for p in running))
 
 
-def check_released(api: Api, profile: Profile, check: Checks, rid: str, node: str, claim_uids: list[str],
-                   timeout: float = 120) -> None:
-    """`rid`: the driver on `node` unprepared every claim in `claim_uids` (the kubelet retries
-    unprepare on its reconcile loop, hence a generous timeout)."""
+@dataclass(frozen=True)
+class Held:
+    """The driver's state on `node` read while the claims' pods still ran."""
+    node: str
+    claim_uids: tuple[str, ...]
+    seen: frozenset[str] = frozenset()
+    unreadable: str = ""  # why the state could not be read then
+
+    def missing(self) -> list[str]:
+        return sorted(set(self.claim_uids) - self.seen)
+
+
+def held_before(api: Api, profile: Profile, node: str, claim_uids: list[str]) -> Held:
+    """Read the driver's state on `node` before the claims' pods are deleted (nothing to read
+    without the capability; check_released then says `not tested`)."""
+    if profile.node_state is None:
+        return Held(node, tuple(claim_uids))
+    try:
+        return Held(node, tuple(claim_uids), frozenset(held_claims(api, profile, node)))
+    except AssertionError as err:  # no running driver pod on the node
+        return Held(node, tuple(claim_uids), unreadable=str(err))
+
+
+def check_released(api: Api, profile: Profile, check: Checks, rid: str, held: Held, timeout: float = 120) -> None:
+    """`rid`: the driver on the node held every claim while its pod ran and unprepared it after
+    (the kubelet retries unprepare on its reconcile loop, hence a generous timeout)."""
     if profile.node_state is None:
         check.not_tested(rid, f"node-side release of claims not checked: {NO_CAPABILITY}")
         return
+    node, claim_uids = held.node, list(held.claim_uids)
     with check(rid):
+        assert not held.unreadable and not held.missing(), (
+            f"the driver's state on {node} (nodeState of profile {profile.name}) did not list claim(s) "
+            f"{held.missing()} as prepared while their pods ran, so their release cannot be seen: "
+            f"{held.unreadable or f'it listed {sorted(held.seen)}'}")
         wait_for(lambda: not set(claim_uids) & held_claims(api, profile, node), timeout=timeout, interval=3,
                  what=f"the driver on {node} to unprepare claims {claim_uids}",
                  describe=lambda: f"still held: {sorted(set(claim_uids) & held_claims(api, profile, node))}")

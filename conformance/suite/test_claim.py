@@ -50,12 +50,13 @@ def test_deleting_the_pod_deletes_its_claim(target: Target, check: Checks, names
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("doomed", [
         pods.container("main", p, {p.extended_resource_name: 1})]))
     claim_name, claim_uid = served.claim["metadata"]["name"], served.claim["metadata"]["uid"]
+    held = driver_state.held_before(api, p, served.pod["spec"]["nodeName"], [claim_uid])
     api.delete("v1", "Pod", "doomed", namespace)
     pods.wait_gone(api, "v1", "Pod", "doomed", namespace, timeout=120)  # a prerequisite (the kubelet stops it)
     with check("CLAIM-5"):
         pods.wait_gone(api, RESOURCE_API, "ResourceClaim", claim_name, namespace, timeout=180)
     # KUBELET-1's second half: the driver was asked to unprepare the claim, and did.
-    driver_state.check_released(api, p, check, "KUBELET-1", served.pod["spec"]["nodeName"], [claim_uid])
+    driver_state.check_released(api, p, check, "KUBELET-1", held)
 
 
 @pytest.mark.requirement("CLAIM-6")

@@ -97,10 +97,11 @@ def test_rolling_driver_update_keeps_pods_served(target: Target, check: Checks, 
     _prepared(target, check, namespace, "after")
     # "before" was prepared by an old driver pod: the kubelet must unprepare it through the new one,
     # and it removes the deleted pod's object only once NodeUnprepareResources has succeeded.
+    held = driver_state.held_before(api, p, survived[0].pod["spec"]["nodeName"], [before[0].claim_uid])
     api.delete("v1", "Pod", before[0].name, namespace)
     with check("KUBELET-1"):
         pods.wait_gone(api, "v1", "Pod", before[0].name, namespace)
-    driver_state.check_released(api, p, check, "KUBELET-1", survived[0].pod["spec"]["nodeName"], [before[0].claim_uid])
+    driver_state.check_released(api, p, check, "KUBELET-1", held)
     with check("CLAIM-5"):
         pods.wait_gone(api, RESOURCE_API, "ResourceClaim", before[0].claim, namespace)
     failures = _prepare_failures(target, namespace)

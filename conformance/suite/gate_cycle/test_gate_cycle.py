@@ -49,6 +49,13 @@ class Before:
     device_class: str             # created with extendedResourceName while on
 
 
+@dataclass(frozen=True)
+class Doomed:
+    """The pod deleted while the gate is off, and the driver's state on its node just before."""
+    pod: survivors.Snapshot
+    held: driver_state.Held
+
+
 def _gpu_pod(target: Target, name: str, resource: str, count: int = 2) -> dict:
     return pods.pod(name, [pods.container("main", target.profile, {resource: count})])
 
@@ -189,10 +196,13 @@ def waiting_implicit(target: Target, module_namespace: str, gate_off: Before) ->
 
 
 @pytest.fixture(scope="module")
-def doomed_deleted(target: Target, module_namespace: str, gate_off: Before) -> survivors.Snapshot:
-    """The `doomed` pod, deleted while the gate is off."""
-    target.api.delete("v1", "Pod", gate_off.doomed.name, module_namespace)
-    return gate_off.doomed
+def doomed_deleted(target: Target, module_namespace: str, gate_off: Before) -> Doomed:
+    """The `doomed` pod, deleted while the gate is off (the driver's state read just before)."""
+    api, doomed = target.api, gate_off.doomed
+    node = pods.pool_nodes(api, target.profile.driver)[doomed.devices[0][0]]
+    held = driver_state.held_before(api, target.profile, node, [doomed.claim_uid])
+    api.delete("v1", "Pod", doomed.name, module_namespace)
+    return Doomed(doomed, held)
 
 
 @pytest.mark.requirement("GATE-1")
@@ -217,14 +227,14 @@ def test_implicit_name_reported_insufficient_while_off(check: Checks, target: Ta
 
 @pytest.mark.requirement("GATE-2")
 def test_claims_collected_while_off(check: Checks, target: Target, module_namespace: str,
-                                    doomed_deleted: survivors.Snapshot) -> None:
+                                    doomed_deleted: Doomed) -> None:
     with check("GATE-2"):
-        pods.wait_gone(target.api, RESOURCE_API, "ResourceClaim", doomed_deleted.claim, module_namespace)
+        pods.wait_gone(target.api, RESOURCE_API, "ResourceClaim", doomed_deleted.pod.claim, module_namespace)
 
 
 @pytest.fixture(scope="module")
 def gate_on_again(target: Target, gate_off: Before, waiting: str, waiting_implicit: str,
-                  doomed_deleted: survivors.Snapshot, gate: Gate) -> list[survivors.Snapshot]:
+                  doomed_deleted: Doomed, gate: Gate) -> list[survivors.Snapshot]:
     """Switch the gate back on; the pods that must come through it: the explicit-name pod, and the
     implicit-name pod unless switching the gate off stopped it (BUG-9)."""
     implicit = target.api.get("v1", "Pod", gate_off.implicit.name, gate_off.implicit.namespace) or {}
@@ -247,7 +257,7 @@ def _claim_on(name: str, profile: Profile, ids: list[str]) -> Obj:
 
 @pytest.mark.requirement("GATE-3", "GATE-2", "UPGRADE-2")
 def test_service_resumes_after_switching_on(check: Checks, target: Target, module_namespace: str, waiting: str,
-                                            waiting_implicit: str, doomed_deleted: survivors.Snapshot,
+                                            waiting_implicit: str, doomed_deleted: Doomed,
                                             gate_on_again: list[survivors.Snapshot]) -> None:
     api, p, ns = target.api, target.profile, module_namespace
     survivors.check_unchanged(target, check, gate_on_again, "GATE-3", "switching the gate back on")
@@ -264,8 +274,8 @@ def test_service_resumes_after_switching_on(check: Checks, target: Target, modul
     # containers see them; those the pods above did not get are free, so a claim asking for
     # exactly them, on that node, must serve. Device ids are compared per node (a profile may
     # identify devices by name, which repeats across nodes).
-    node = pods.pool_nodes(api, p.driver)[doomed_deleted.devices[0][0]]
-    doomed = {(node, d) for d in doomed_deleted.seen["main"]}
+    node = doomed_deleted.held.node
+    doomed = {(node, d) for d in doomed_deleted.pod.seen["main"]}
     seen = {(pod["spec"]["nodeName"], d) for pod in started for d in probe_container(api, p, pod, "main").device_ids}
     free = [d for n, d in sorted(doomed - seen)]
     with check("GATE-2"):
@@ -278,10 +288,10 @@ def test_service_resumes_after_switching_on(check: Checks, target: Target, modul
             api.create(reuse, ns)
             ran = pods.wait_running(api, ns, "reuse", timeout=180)
             seen |= {(node, d) for d in probe_container(api, p, ran, "main").device_ids}
-        assert doomed <= seen, (f"devices {sorted(doomed)} of pod {doomed_deleted.name}, deleted while the gate was off, "
+        assert doomed <= seen, (f"devices {sorted(doomed)} of pod {doomed_deleted.pod.name}, deleted while the gate was off, "
                                 f"are not seen by pods started after switching it on (they see {sorted(seen)})")
     # Where the profile exposes the driver's node state: the claim was really unprepared there.
-    driver_state.check_released(api, p, check, "GATE-2", node, [doomed_deleted.claim_uid])
+    driver_state.check_released(api, p, check, "GATE-2", doomed_deleted.held)
     check.observe("UPGRADE-2", _tracking_after_reenabling(target, gate_on_again, started))
 
 
