@@ -24,6 +24,16 @@ RESOURCE_API = "resource.k8s.io/v1"
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, HTTPError, ApiException)
 
 
+class ExecError(RuntimeError):
+    """A command run in a container exited non-zero (code) or did not end (code None)."""
+
+    def __init__(self, where: str, command: list[str], code: int | None, output: str) -> None:
+        ended = f"exited {code}" if code is not None else "did not end in time"
+        shown = output.strip()[-600:] or "(no output)"
+        super().__init__(f"{' '.join(command)!r} in {where} {ended}: {shown}")
+        self.code, self.output = code, output
+
+
 @dataclass
 class Api:
     kubeconfig: Path | None  # None: the current KUBECONFIG / in-cluster config
@@ -82,11 +92,23 @@ class Api:
         except NotFoundError:
             return False
 
-    def exec(self, namespace: str, pod: str, command: list[str], container: str | None = None) -> str:
-        """Run a command in a running container; its stdout and stderr, as `kubectl exec` shows them."""
+    def exec(self, namespace: str, pod: str, command: list[str], container: str | None = None,
+             timeout: float = 120) -> str:
+        """Run a command in a running container; its stdout and stderr, as `kubectl exec` shows them.
+        A command that exits non-zero (or is still running after `timeout` s) is an ExecError with
+        its output: what it printed is no result then."""
         kwargs = {"container": container} if container else {}
-        return stream(CoreV1Api(self.client).connect_get_namespaced_pod_exec, pod, namespace, command=command,
-                      stderr=True, stdin=False, stdout=True, tty=False, **kwargs)
+        session = stream(CoreV1Api(self.client).connect_get_namespaced_pod_exec, pod, namespace, command=command,
+                         stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False, **kwargs)
+        try:
+            session.run_forever(timeout=timeout)
+            code = None if session.is_open() else session.returncode  # read before read_all clears the channels
+            output = session.read_all()
+        finally:
+            session.close()
+        if code != 0:
+            raise ExecError(f"{namespace}/{pod}" + (f" ({container})" if container else ""), command, code, output)
+        return output
 
     def logs(self, namespace: str, pod: str, container: str) -> str:
         return CoreV1Api(self.client).read_namespaced_pod_log(pod, namespace, container=container)

@@ -35,12 +35,12 @@ class Probe:
     command: tuple[str, ...]
     pattern: re.Pattern[str]
     device_id_attribute: str | None  # None: the probe prints each device's name
+    # What the probe prints when it ran and saw no device: "saw nothing" needs this positive sign
+    # (an empty output is also what a probe that never ran gives).
+    nothing: re.Pattern[str]
     # Further ways the driver tells a container its devices (e.g. environment variables besides
     # device files): name -> pattern; each must show exactly the container's devices too.
     channels: tuple[tuple[str, re.Pattern[str]], ...] = ()
-    # What the probe prints when it ran and saw no device; without it, "saw nothing" cannot be
-    # told from "did not run", and an empty output counts as nothing seen.
-    nothing: re.Pattern[str] | None = None
 
     @property
     def shell(self) -> str:
@@ -53,7 +53,7 @@ class Probe:
     def saw_nothing(self, output: str) -> bool:
         """The probe ran and showed no device through any channel."""
         return (not self.device_ids(output) and not any(self.channel_ids(output).values())
-                and (self.nothing is None or bool(self.nothing.search(output))))
+                and bool(self.nothing.search(output)))
 
     def channel_ids(self, output: str) -> dict[str, list[str]]:
         return {name: sorted(m.group("id") for m in pattern.finditer(output)) for name, pattern in self.channels}
@@ -160,8 +160,7 @@ def _semantic_problems(raw: dict, path: Path) -> list[str]:
                 **{f"probe.channels.{n}": (t, "id") for n, t in (raw["probe"].get("channels") or {}).items()}}
     if "nodeState" in raw:
         patterns["nodeState.pattern"] = (raw["nodeState"]["pattern"], "uid")
-    if "nothing" in raw["probe"]:
-        patterns["probe.nothing"] = (raw["probe"]["nothing"], None)
+    patterns["probe.nothing"] = (raw["probe"]["nothing"], None)
     for where, (text, group) in patterns.items():
         try:
             if group and group not in re.compile(text).groupindex:
@@ -193,8 +192,8 @@ def _parse(raw: dict, path: Path) -> Profile:
         device_plugin_node_selector=dict(selectors.get("devicePlugin", {})),
         deploy=raw.get("deploy", "preinstalled"), workload_image=raw["workloadImage"],
         probe=Probe(tuple(probe["command"]), re.compile(probe["pattern"], re.MULTILINE), probe.get("deviceIdAttribute"),
-                    tuple((n, re.compile(t, re.MULTILINE)) for n, t in (probe.get("channels") or {}).items()),
-                    re.compile(probe["nothing"], re.MULTILINE) if "nothing" in probe else None),
+                    re.compile(probe["nothing"], re.MULTILINE),
+                    tuple((n, re.compile(t, re.MULTILINE)) for n, t in (probe.get("channels") or {}).items())),
         source=path,
         driver_namespace=raw.get("driverPods", {}).get("namespace"),
         driver_selector=raw.get("driverPods", {}).get("selector"),

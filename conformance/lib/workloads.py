@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from conformance.lib.profile import Profile
-from kube.api import Api, Obj
+from kube.api import Api, ExecError, Obj
 
 WORKLOAD_KINDS = {"Pod", "Deployment", "Job", "StatefulSet", "ReplicaSet", "DaemonSet"}
 # Namespaced objects a workload may bring along and refer to.
@@ -87,10 +87,28 @@ class ContainerView:
     channels: dict[str, list[str]]  # the profile's further channels: name -> device ids they show
 
 
+class ProbeError(RuntimeError):
+    """The profile's probe did not run to a clean end in a container: what it printed is no
+    evidence of what the container sees (nor of "nothing"). Not an AssertionError on purpose:
+    it breaks the test, naming the probe, instead of failing whichever check was waiting on it."""
+
+
 def probe_container(api: Api, profile: Profile, pod: Obj, container: str) -> ContainerView:
-    """Run the profile's probe in a running container; read the log of a finished one."""
+    """Run the profile's probe in a running container; read the log of a finished one. A probe
+    that exits non-zero (or a finished container that did) is a ProbeError."""
     name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
     statuses = [*(pod["status"].get("initContainerStatuses") or []), *(pod["status"].get("containerStatuses") or [])]
     state = next((s.get("state") or {} for s in statuses if s["name"] == container), {})
-    raw = api.exec(ns, name, list(profile.probe.command), container) if "running" in state else api.logs(ns, name, container)
+    where = f"profile {profile.name}'s probe {profile.probe.shell!r} in {ns}/{name} container {container}"
+    if "running" in state:
+        try:
+            raw = api.exec(ns, name, list(profile.probe.command), container)
+        except ExecError as err:
+            raise ProbeError(f"{where} exited {err.code}: {err.output.strip()[-400:] or '(no output)'}") from None
+    else:
+        raw = api.logs(ns, name, container)
+        code = (state.get("terminated") or {}).get("exitCode")
+        if code not in (None, 0):
+            raise ProbeError(f"{where}: the container exited {code}, so its log is no probe result: "
+                             f"{raw.strip()[-400:] or '(no output)'}")
     return ContainerView(container, profile.probe.device_ids(raw), raw, profile.probe.channel_ids(raw))

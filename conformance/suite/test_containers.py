@@ -15,7 +15,7 @@ from conformance.lib.devices import device_ids, expected_per_container
 from conformance.lib.profile import Profile
 from conformance.lib.scenario import Served
 from conformance.lib.special_claim import IMPLICIT_PREFIX, claim_status, request_naming, special_claim
-from conformance.lib.workloads import probe_container
+from conformance.lib.workloads import ProbeError, probe_container
 from conformance.lib.writes import accepted, refused_as_invalid
 from conformance.suite.conftest import Target
 from kube.api import Api, Obj
@@ -24,6 +24,8 @@ from kubernetes.client.exceptions import ApiException
 
 
 # layout name -> devices asked for by each regular container, in order
+# Ends the ephemeral container's probe output: the probe's exit status follows it.
+PROBE_END = "kep5004-probe-exit="
 LAYOUTS = {
     "1x1": [1],
     "1x3": [3],
@@ -168,10 +170,11 @@ def test_ephemeral_containers_get_no_devices(target: Target, check: Checks, name
         return ephemeral.patch(name="debugged", namespace=namespace, body={"spec": {"ephemeralContainers": [container]}},
                                content_type="application/strategic-merge-patch+json").to_dict()
 
-    # The probe runs at start and marks its end: probe_container reads an ephemeral container's log
-    # (it execs only into init and regular containers).
+    # The probe runs at start and the suite marks its end with the probe's exit status, in words no
+    # profile's probe prints: probe_container reads an ephemeral container's log (it execs only
+    # into init and regular containers), and "sees nothing" must still be the profile's own sign.
     debug = {"name": "debug", "image": p.workload_image, "imagePullPolicy": "IfNotPresent",
-             "command": ["sh", "-c", f"{p.probe.shell}; echo probe-done; {pods.SLEEP}"]}
+             "command": ["sh", "-c", f"{p.probe.shell}; echo {PROBE_END}$?; {pods.SLEEP}"]}
     with check("CTR-4"):
         with_gpu = {**debug, "name": "debug-gpu", "resources": {"limits": {p.extended_resource_name: "1"}}}
         refused_as_invalid(lambda: add(with_gpu), f"an ephemeral container asking for {p.extended_resource_name}")
@@ -180,14 +183,18 @@ def test_ephemeral_containers_get_no_devices(target: Target, check: Checks, name
 
         def probed() -> Obj | None:
             q = pods.get(api, namespace, "debugged")
-            return q if "probe-done" in probe_container(api, p, q, "debug").raw else None
+            return q if PROBE_END in probe_container(api, p, q, "debug").raw else None
 
         # Reading the log of a container that has not started yet is an API error: "not yet".
         pod = wait_for(probed, timeout=120, what="ephemeral container debug to run its probe", transient=(ApiException,),
                        describe=lambda: str(pods.get(api, namespace, "debugged")["status"].get("ephemeralContainerStatuses")))
+    seen = probe_container(api, p, pod, "debug")
+    output, _, status = seen.raw.partition(PROBE_END)
+    if status.split()[:1] != ["0"]:
+        raise ProbeError(f"profile {p.name}'s probe {p.probe.shell!r} in ephemeral container debug exited "
+                         f"{status.split()[:1] or '?'}: {output.strip()[-400:] or '(no output)'}")
     with check("CTR-4"):
-        seen = probe_container(api, p, pod, "debug")
-        assert p.probe.saw_nothing(seen.raw), f"ephemeral container debug sees: {seen.raw.strip()[:400]!r}"
+        assert p.probe.saw_nothing(output), f"ephemeral container debug sees: {output.strip()[:400]!r}"
     with check("CTR-4", observed=lambda: pods.observed("", pod, special_claim(api, pod))):
         after = _allocation(api, pod)
         assert after == before, \
