@@ -52,6 +52,8 @@ EXPECTED: dict[str, Expectation] = {
     "env-names-other-gpu": Expectation(frozenset({"CTR-1"})),
     # The extra device is also one device too many for its container: KUBELET-2 (counts) sees it too.
     "extra-device": Expectation(frozenset({"CTR-1", "KUBELET-2"})),
+    # Only the environment names the extra GPU: the profile's second channel must disagree (CTR-1).
+    "env-extra-gpu": Expectation(frozenset({"CTR-1"})),
     "prepare-next-device": Expectation(frozenset({"CTR-1"})),
     "slice-wrong-id": Expectation(frozenset({"CTR-1"})),
     "slice-missing-device": Expectation(preflight="devices"),

@@ -16,6 +16,9 @@ DEFECTS: dict[str, tuple[str, str]] = {
         "exposure", "FAKE_GPU_<index> names another GPU of the node than the device file mounted for it"),
     "extra-device": (
         "exposure", "every prepared container also gets the node's GPU after its last one, which was not allocated to it"),
+    "env-extra-gpu": (
+        "exposure", "every prepared container's environment also names the node's GPU after its last one, "
+                    "with no device file mounted for it"),
     "prepare-next-device": (
         "allocation", "NodePrepareResources exposes the GPU after each allocated one instead of the allocated one"),
     "slice-wrong-id": (

@@ -142,6 +142,9 @@ class ClaimPreparer:
         if "extra-device" in self._defects and last:
             extra = container_edits(self._state_dir, VIA_DRA, [neighbour(gpus, gpu)], self._exposure)
             edits = ContainerEdits({**edits.env, **extra.env}, [*edits.mounts, *extra.mounts])
+        if "env-extra-gpu" in self._defects and last:
+            extra = container_edits(self._state_dir, VIA_DRA, [neighbour(gpus, gpu)], self._exposure)
+            edits = ContainerEdits({**edits.env, **extra.env}, edits.mounts)
         if "env-names-other-gpu" in self._defects:
             edits = ContainerEdits({name: env_value(neighbour(gpus, shown), self._exposure) for name in edits.env},
                                    edits.mounts)

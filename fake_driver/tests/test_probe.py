@@ -38,6 +38,8 @@ def test_probe_lists_devices_sorted_with_env_check(tmp_path, shell):
         "FAKEGPU uuid=gpu-aaa index=0 node=node-a model=FAKE-GPU-80GB via=device-plugin env=ok",
         "FAKEGPU uuid=gpu-bbb index=1 node=node-a model=FAKE-GPU-80GB via=dra env=wrong",
         "FAKEGPU uuid=gpu-ccc index=2 node=node-a model=FAKE-GPU-80GB via=dra env=missing",
+        "FAKEGPU-ENV gpu-aaa",
+        "FAKEGPU-ENV gpu-other",
     ]
     assert parse_probe_output(out) == [
         ProbedGpu("gpu-aaa", 0, "node-a", "FAKE-GPU-80GB", "device-plugin", "ok"),
@@ -53,6 +55,13 @@ def test_probe_reports_none(tmp_path, shell):
         out = run_probe(root, {}, shell=shell)
         assert out == "FAKEGPU none\n"
         assert parse_probe_output(out) == []
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_variable_naming_a_gpu_without_a_device_file_is_listed_too(tmp_path, shell):
+    """A driver that names in the environment a GPU it did not mount must show in that channel."""
+    out = run_probe(tmp_path / "absent", {"FAKE_GPU_3": "gpu-ddd", "FAKE_GPU_PROBE_ROOT_X": "no"}, shell=shell)
+    assert out.splitlines() == ["FAKEGPU-ENV gpu-ddd", "FAKEGPU none"]
 
 
 def test_parser_ignores_other_log_lines():
