@@ -7,6 +7,7 @@ import pytest
 from conformance.catalogue import requirement
 from conformance.lib import driver_state, pods, scenario
 from conformance.lib.checks import Checks
+from conformance.lib.quota import CLAIM_COUNT, initialised, quota, settle
 from conformance.lib.special_claim import claim_status, claims_owned_by, plain_init_containers, request_naming, special_claim
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
@@ -85,15 +86,20 @@ def test_finished_pod_releases_its_claim(target: Target, check: Checks, namespac
 
 @pytest.mark.requirement("CLAIM-7")
 def test_special_claim_is_an_ordinary_resource_claim(target: Target, check: Checks, namespace: str) -> None:
+    """Listed and counted as any claim; not among the pod's own claims. (pod.spec.resourceClaims
+    is the test's own, immutable write: only the status can show the claim where it must not be.)"""
     api, p = target.api, target.profile
+    api.create(quota("claims", [CLAIM_COUNT]), namespace)
+    initialised(api, namespace, "claims")
     served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("ordinary", [
         pods.container("main", p, {p.extended_resource_name: 1})]))
     claim_name = served.claim["metadata"]["name"]
     pod = pods.get(api, namespace, "ordinary")
     with check("CLAIM-7", observed=lambda: pods.observed("", pod, served.claim)):
         listed = [c["metadata"]["name"] for c in api.list(RESOURCE_API, "ResourceClaim", namespace)]
-        assert claim_name in listed, f"claim {claim_name} not in the namespace's ResourceClaim list {listed}"
-        assert not pod["spec"].get("resourceClaims"), f"pod.spec.resourceClaims is {pod['spec'].get('resourceClaims')}"
+        assert listed == [claim_name], f"the namespace's ResourceClaim list should be the special claim {claim_name}: {listed}"
+        counted = settle(api, namespace, "claims", {CLAIM_COUNT: 1})
+        assert counted.get(CLAIM_COUNT) == 1, f"{CLAIM_COUNT} should count the special claim: quota used {counted}"
         assert not (pod.get("status") or {}).get("resourceClaimStatuses"), \
             f"pod.status.resourceClaimStatuses is {pod['status'].get('resourceClaimStatuses')}"
 
