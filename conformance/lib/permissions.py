@@ -33,6 +33,7 @@ REQUIRED: tuple[Permission, ...] = (
     *(Permission(v, "namespaces", why="one namespace per test") for v in ("create", "delete", "list")),
     Permission("get", "serviceaccounts", why="a new namespace takes pods once its default ServiceAccount exists"),
     *(Permission(v, "pods") for v in ("create", "get", "list", "delete", "update", "patch")),
+    Permission("watch", "pods", why="ALLOC-7: the pod as it was when scheduled"),
     # exec is a websocket GET since 1.30 (create for the older SPDY POST): both verbs are needed
     *(Permission(v, "pods", subresource="exec", why="the probe runs in test containers") for v in ("create", "get")),
     Permission("get", "pods", subresource="log", why="finished containers are judged by their probe output"),

@@ -216,3 +216,46 @@ def allocation_results(claim: Obj) -> list[Obj]:
 def allocated_devices(claim: Obj) -> list[tuple[str, str]]:
     """(pool, device) pairs allocated in a claim."""
     return sorted((r["pool"], r["device"]) for r in allocation_results(claim))
+
+
+def current_version(api: Api, namespace: str) -> str:
+    """The API server's resourceVersion now (of a list in `namespace`): a point to watch from."""
+    return api.resource("v1", "Pod").get(namespace=namespace, limit=1).metadata.resourceVersion
+
+
+def as_scheduled(api: Api, namespace: str, name: str, since: str, timeout: int = 60) -> tuple[Obj | None, list[Obj]]:
+    """The pod as it was when PodScheduled first turned True, and the namespace's ResourceClaims at
+    exactly that resourceVersion (an Exact list): the claim's state at the moment of scheduling,
+    not after it, however fast the writes followed each other. Replays the pod's events from
+    `since` (taken before the pod was created); (None, []) if no such event came in `timeout` s."""
+    pods = api.resource("v1", "Pod")
+    for event in pods.watch(namespace=namespace, field_selector=f"metadata.name={name}", resource_version=since,
+                            timeout=timeout):
+        pod = event["raw_object"]
+        scheduled = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"]
+        if scheduled and scheduled[0].get("status") == "True":
+            claims = api.resource(RESOURCE_API, "ResourceClaim").get(
+                namespace=namespace, resource_version=pod["metadata"]["resourceVersion"],
+                resource_version_match="Exact").to_dict()["items"]
+            return pod, claims
+    return None, []
+
+
+def incomplete_at_scheduling(pod: Obj, claims: list[Obj]) -> list[str]:
+    """ALLOC-7: what the special claim lacked when its pod was scheduled ([] when complete)."""
+    status = claim_status(pod)
+    name = (status or {}).get("resourceClaimName")
+    claim = next((c for c in claims if c["metadata"]["name"] == name), None)
+    if status is None:
+        return ["the pod status named no special claim (extendedResourceClaimStatus unset)"]
+    if claim is None:
+        return [f"claim {name} did not exist yet (claims then: {[c['metadata']['name'] for c in claims]})"]
+    missing = []
+    if FINALIZER not in (claim["metadata"].get("finalizers") or []):
+        missing.append(f"finalizer {FINALIZER} (finalizers {claim['metadata'].get('finalizers')})")
+    if not (claim.get("status") or {}).get("allocation"):
+        missing.append("an allocation")
+    reserved = [r.get("uid") for r in (claim.get("status") or {}).get("reservedFor") or []]
+    if pod["metadata"]["uid"] not in reserved:
+        missing.append(f"a reservation for the pod (reservedFor {reserved})")
+    return [f"claim {name} lacked {m}" for m in missing]

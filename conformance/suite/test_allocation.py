@@ -13,24 +13,14 @@ import pytest
 from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.devices import device_ids
-from conformance.lib.special_claim import claim_status, claims_owned_by
+from conformance.lib.special_claim import (
+    as_scheduled, claim_status, claims_owned_by, current_version, incomplete_at_scheduling,
+)
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
-from kube.api import RESOURCE_API, Obj
+from kube.api import RESOURCE_API
 
 CLAIM_LIMIT = 32  # devices per claim the allocator accepts (ALLOC-3)
-
-
-def _written_at(obj: Obj, *path: str) -> str | None:
-    """When the field at `path` (e.g. "status", "allocation") was last written, from managedFields."""
-    times = []
-    for entry in obj["metadata"].get("managedFields") or []:
-        node = entry.get("fieldsV1") or {}
-        for key in path:
-            node = node.get(f"f:{key}") if isinstance(node, dict) else None
-        if node is not None and entry.get("time"):
-            times.append(entry["time"])
-    return max(times, default=None)
 
 
 @pytest.mark.requirement("ALLOC-1", "ALLOC-7", "NAME-1", "CLAIM-1", "CLAIM-2", "CLAIM-3", "CLAIM-4",
@@ -38,21 +28,19 @@ def _written_at(obj: Obj, *path: str) -> str | None:
 def test_pod_asking_for_two_devices_runs_with_them(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     pod = pods.pod("gpu-2", [pods.container("main", p, {p.extended_resource_name: 2})])
+    since = current_version(api, namespace)
     served = scenario.run_pod_and_verify(target, check, namespace, pod)
     pod, claim = served.pod, served.claim
     status = claim_status(pod)
     shown = lambda: pods.observed("", pod, claim)  # noqa: E731 - evaluated only on failure
 
-    # The oracle saw all of this once the pod ran; ALLOC-7 says it was so when PodScheduled turned True.
-    scheduled = pods.condition(pod, "PodScheduled")
-    written = {"claim created": claim["metadata"].get("creationTimestamp"),
-               "claim finalizer": _written_at(claim, "metadata", "finalizers"),
-               "claim allocated": _written_at(claim, "status", "allocation"),
-               "claim reserved": _written_at(claim, "status", "reservedFor"),
-               "pod status names the claim": _written_at(pod, "status", "extendedResourceClaimStatus")}
-    late = {what: at for what, at in written.items() if at and at > scheduled.get("lastTransitionTime", "")}
-    check.that("ALLOC-7", scheduled.get("status") == "True" and not late,
-               f"PodScheduled {scheduled}, written later: {late} (all: {written})")
+    # The oracle saw all of this once the pod ran; ALLOC-7 says it was so when PodScheduled turned
+    # True: the pod at that event and the claims at exactly its resourceVersion.
+    with check("ALLOC-7"):
+        at_scheduling, claims_then = as_scheduled(api, namespace, "gpu-2", since)
+        assert at_scheduling is not None, f"no event of pod gpu-2 with PodScheduled=True since resourceVersion {since}"
+        lacking = incomplete_at_scheduling(at_scheduling, claims_then)
+        assert not lacking, f"when pod gpu-2 was scheduled (resourceVersion {at_scheduling['metadata']['resourceVersion']}): " + "; ".join(lacking)
     with check("STATUS-1", observed=shown):
         owned = [c["metadata"]["name"] for c in claims_owned_by(api, pod)]
         assert owned == [status["resourceClaimName"]], f"the status names {status['resourceClaimName']}, the pod owns {owned}"

@@ -72,3 +72,16 @@ def test_only_cited_ids_are_credited_but_every_failure_counts(results):
 
 def test_oracle_findings_record_passes_and_failures(results):
     assert verdicts(results["test_findings"]) == {"NAME-1": "passed", "CTR-1": "failed"}
+
+
+def test_a_claim_lacking_its_allocation_when_the_pod_was_scheduled_is_named():
+    from conformance.lib.special_claim import FINALIZER, incomplete_at_scheduling
+    pod = {"metadata": {"uid": "pod-1"}, "status": {"extendedResourceClaimStatus": {"resourceClaimName": "c"}}}
+    complete = {"metadata": {"name": "c", "finalizers": [FINALIZER]},
+                "status": {"allocation": {"devices": {}}, "reservedFor": [{"uid": "pod-1"}]}}
+    assert incomplete_at_scheduling(pod, [complete]) == []
+    unallocated = {"metadata": {"name": "c", "finalizers": [FINALIZER]}, "status": {}}
+    assert incomplete_at_scheduling(pod, [unallocated]) == [
+        "claim c lacked an allocation", "claim c lacked a reservation for the pod (reservedFor [])"]
+    assert incomplete_at_scheduling(pod, []) == ["claim c did not exist yet (claims then: [])"]
+    assert "extendedResourceClaimStatus unset" in incomplete_at_scheduling({"metadata": {"uid": "p"}, "status": {}}, [])[0]
