@@ -58,7 +58,10 @@ EXPECTED: dict[str, Expectation] = {
     "slice-wrong-id": Expectation(frozenset({"CTR-1"})),
     "slice-missing-device": Expectation(preflight="devices"),
     "no-unprepare": Expectation(frozenset({"KUBELET-1"}), tests=UNPREPARE),
-    "fail-multi-device-prepare": Expectation(frozenset({"NAME-1"}), tests=HEADLINE),  # each pod waits out its timeout
+    # The kubelet's prepare fails again and again: the driver's (KUBELET-1), not NAME-1's wait.
+    "fail-multi-device-prepare": Expectation(frozenset({"KUBELET-1"}), tests=HEADLINE),
+    # The runtime cannot resolve what prepare named: the driver's prepare (KUBELET-1), not a timeout.
+    "cdi-unknown-id": Expectation(frozenset({"KUBELET-1"}), tests=HEADLINE),
     "device-plugin-extra-device": Expectation(frozenset({"MIXED-1"}), tests=MIXED, topology="mixed"),
     "deviceclass-without-name": Expectation(preflight="deviceclass"),
 }

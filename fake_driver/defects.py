@@ -29,6 +29,9 @@ DEFECTS: dict[str, tuple[str, str]] = {
         "lifecycle", "NodeUnprepareResources reports success but keeps the claim prepared (CDI spec and checkpoint leak)"),
     "fail-multi-device-prepare": (
         "lifecycle", "NodePrepareResources fails every claim with more than one device"),
+    "cdi-unknown-id": (
+        "lifecycle", "NodePrepareResources answers, for claims of more than one device, with CDI ids its spec does "
+                     "not define"),
     "device-plugin-extra-device": (
         "device-plugin twin", "Allocate hands each container one GPU more than the kubelet asked for"),
     "deviceclass-without-name": (

@@ -76,6 +76,16 @@ class Findings:
         return "\n".join(f"[{c.id}] {c.message}" for c in self.problems)
 
 
+class ChargedTo(AssertionError):
+    """A failure seen inside another requirement's check that belongs to `rid` (e.g. a pod that
+    never ran because the driver could not prepare it, seen while NAME-1 waited for it): the check
+    records it under `rid` and stops the test; the waiting ID is left unjudged."""
+
+    def __init__(self, rid: str, message: str) -> None:
+        super().__init__(f"[{rid}] {message}")
+        self.rid, self.message = rid, message
+
+
 class CheckStopped(AssertionError):
     """A `stop=True` check failed: the test cannot go on (its message names the ID)."""
 
@@ -106,6 +116,9 @@ class Checks:
         observed: shown after a failure's message (e.g. the pod and claim as seen then)."""
         try:
             yield
+        except ChargedTo as err:
+            self._record(Check(err.rid, FAILED, err.message + (f"\n{observed()}" if observed else "")))
+            raise CheckStopped(str(err)) from None
         except AssertionError as err:
             text = str(err) + (f"\n{observed()}" if observed else "")
             self._record(Check(rid, FAILED, text))

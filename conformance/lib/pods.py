@@ -5,12 +5,13 @@ import json
 import time
 import uuid as _uuid
 
+from conformance.lib import node_failures
 from conformance.lib.checks import Checks
 from conformance.lib.cleanup import labelled
 from conformance.lib.profile import Profile
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices
 from kube.api import Api, Obj
-from kube.waits import holds_for, wait_for
+from kube.waits import WaitTimeout, holds_for, wait_for
 
 SLEEP = "trap 'exit 0' TERM; sleep 3600 & wait"
 
@@ -86,9 +87,24 @@ def summary(api: Api, namespace: str, name: str) -> str:
 
 
 def wait_running(api: Api, namespace: str, name: str, timeout: float = 120) -> Obj:
-    return wait_for(lambda: (p := api.get("v1", "Pod", name, namespace)) and
-                    (p.get("status") or {}).get("phase") == "Running" and p,
-                    timeout=timeout, what=f"pod {name} to be Running", describe=lambda: summary(api, namespace, name))
+    """The pod once Running. A node-side cause found meanwhile (the driver's prepare failing again
+    and again, CDI devices the runtime could not inject) ends the wait as a failure of the ID
+    that judges it (conformance/lib/node_failures.py), not as this wait's timeout."""
+    def running() -> Obj | None:
+        pod = api.get("v1", "Pod", name, namespace)
+        if pod and (pod.get("status") or {}).get("phase") == "Running":
+            return pod
+        if pod and (cause := node_failures.blame(api, pod)):
+            raise cause
+        return None
+    try:
+        return wait_for(running, timeout=timeout, what=f"pod {name} to be Running",
+                        describe=lambda: summary(api, namespace, name))
+    except WaitTimeout:
+        pod = api.get("v1", "Pod", name, namespace)
+        if pod and (cause := node_failures.blame(api, pod, settled=True)):
+            raise cause from None
+        raise
 
 
 def wait_phase(api: Api, namespace: str, name: str, phases: tuple[str, ...], timeout: float = 120) -> Obj:

@@ -19,7 +19,7 @@ import pytest
 from conformance.catalogue import requirement as lookup
 from conformance.catalogue.model import UnknownRequirementError
 
-from conformance.lib.checks import PROPERTY, Check, Checks
+from conformance.lib.checks import PROPERTY, ChargedTo, Check, Checks
 from conformance.report.markers import MARKER, requirement_ids
 
 
@@ -67,9 +67,15 @@ def check(request: pytest.FixtureRequest) -> Checks:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """After the body ran: fail the test if any of its checks failed, naming each failed ID."""
-    result = yield
+    """After the body ran: fail the test if any of its checks failed, naming each failed ID. A
+    failure charged to an ID that escaped every check (a wait outside one) is recorded under it."""
     checks = item.stash.get(_CHECKS, None)
+    try:
+        result = yield
+    except ChargedTo as err:
+        if checks is not None:
+            checks.that(err.rid, False, err.message)
+        raise
     if checks and checks.failures:
         raise AssertionError("\n".join(c.render() for c in checks.failures))
     return result

@@ -129,10 +129,16 @@ class ClaimPreparer:
                 request_names=(allocation.request,),
                 pool=self._inventory.node_name,
                 device=allocation.device,
-                cdi_device_ids=(self._kind.device_id(self.cdi_device_name(claim_uid, gpus[allocation.device])),),
+                cdi_device_ids=(self._kind.device_id(self._named_in_reply(claim_uid, gpus, allocation.device)),),
             )
             for allocation in claim.allocations
         )
+
+    def _named_in_reply(self, claim_uid: str, gpus: dict[str, Gpu], device: str) -> str:
+        """The CDI device name the reply gives for `device`; the self-check defect names one the
+        written spec does not define, for claims of more than one device."""
+        name = self.cdi_device_name(claim_uid, gpus[device])
+        return f"{name}-unknown" if "cdi-unknown-id" in self._defects and len(gpus) > 1 else name
 
     def _edits(self, gpu: Gpu, last: bool) -> ContainerEdits:
         """What a container using `gpu` gets; the self-check defects bend it (off by default)."""
