@@ -124,6 +124,16 @@ def test_pods_are_served_after_the_driver_is_killed_while_preparing(target: Targ
              timeout=120, interval=0.2, what=f"one of {ARRIVING} bound to {worker.name}")
     for driver in driver_pods_on(target, worker.name):
         faults.kill_pod(worker, driver["metadata"]["uid"])
+    # The kubelet starts a bound pod's containers only once its claims are prepared: a pod bound
+    # but not yet Running when the kill had landed was in that window. None such: the kill came
+    # after every preparation, and FAULT-1's situation never happened in this run.
+    in_window = [n for n in ARRIVING if (q := pods.get(api, namespace, n)) and (q.get("spec") or {}).get("nodeName")
+                 and (q.get("status") or {}).get("phase") != "Running"]
+    if in_window:
+        check.observe("FAULT-1", f"when the driver was killed, {', '.join(in_window)} were bound and not yet running")
+    else:
+        check.not_tested("FAULT-1", "the driver was killed after every arriving pod was running: no preparation was "
+                                    "in progress")
     recovery.converged(target, check, "FAULT-1", namespace, RUNNING + ARRIVING,
                        after=f"the driver on {worker.name} was killed (SIGKILL) while preparing claims")
 
