@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from conformance.catalogue.model import Catalogue, Gate, KnownBug, Requirement, Source, Status
+from conformance.catalogue.model import Catalogue, Gate, Judges, KnownBug, Requirement, Source, Status
 from conformance.catalogue.versions import VersionRange, format_minor, parse_minor
 from kube.features import VERSIONS, VersionInfo, VersionTable
 
@@ -108,7 +108,7 @@ def _bug(raw: object, where: str) -> KnownBug:
 
 def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
     req = _fields(raw, where, ("id", "area", "title", "text", "applies", "source", "status", "topology"),
-                  ("question", "settled", "by_version", "serial", "informational", "bugs", "related"))
+                  ("question", "settled", "by_version", "serial", "informational", "judges", "bugs", "related"))
     req_id = _id(req["id"], where, REQUIREMENT_ID)
     area = _text(req["area"], f"{where}.area")
     if req_id.split("-")[0] != area:
@@ -137,6 +137,7 @@ def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
         by_version=_by_version(req.get("by_version"), f"{where}.by_version"),
         serial=_flag(req.get("serial", False), f"{where}.serial"),
         informational=_flag(req.get("informational", False), f"{where}.informational"),
+        judges=_choice(req.get("judges", Judges.CLUSTER.value), f"{where}.judges", Judges),
         bugs=_list(req.get("bugs"), f"{where}.bugs", _text),
         related=_list(req.get("related"), f"{where}.related", _text),
     )

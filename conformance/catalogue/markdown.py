@@ -69,7 +69,7 @@ def _topologies(catalogue: Catalogue) -> str:
 
 def _area(catalogue: Catalogue, area: str, title: str) -> str:
     rows = [_requirement_row(req) for req in catalogue.select(area=area)]
-    header = ["ID", "Requirement", "Versions", "Gate", "Topology", "Status", "Source"]
+    header = ["ID", "Requirement", "Versions", "Gate", "Topology", "Judges", "Status", "Source"]
     return f"## {area}: {title}\n\n" + _table(header, rows)
 
 
@@ -83,8 +83,8 @@ def _requirement_row(req: Requirement) -> list[str]:
     if req.related:
         lines.append("Related: " + ", ".join(req.related))
     topology = f"{req.topology}, serial" if req.serial else req.topology
-    return [req.id, "<br>".join(lines), str(req.versions), req.gate.value, topology, req.status.value,
-            _source(req.source)]
+    return [req.id, "<br>".join(lines), str(req.versions), req.gate.value, topology, req.judges.value,
+            req.status.value, _source(req.source)]
 
 
 def _source(source: Source) -> str:

@@ -19,6 +19,19 @@ class Gate(StrEnum):
     ANY = "any"
 
 
+class Judges(StrEnum):
+    """Whose behaviour a requirement's verdict is about. A driver's certification is decided by
+    the IDs that judge the driver (alone or with the cluster); the rest are the cluster's scorecard."""
+
+    DRIVER = "driver"    # the driver alone (what it publishes, prepares, exposes)
+    BOTH = "both"        # the driver together with the kubelet or control plane
+    CLUSTER = "cluster"  # Kubernetes: API server, scheduler, controllers, kubelet, whatever the driver does
+
+    @property
+    def about_driver(self) -> bool:
+        return self is not Judges.CLUSTER
+
+
 class Status(StrEnum):
     CONFIRMED = "confirmed"
     UNCONFIRMED = "unconfirmed"  # still to be settled on a real cluster
@@ -77,6 +90,7 @@ class Requirement:
     by_version: tuple[tuple[VersionRange, str], ...] = ()
     serial: bool = False
     informational: bool = False  # describes behaviour but is no pass/fail check
+    judges: Judges = Judges.CLUSTER
     bugs: tuple[str, ...] = ()
     related: tuple[str, ...] = ()
 

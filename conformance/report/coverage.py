@@ -29,7 +29,10 @@ def table(summaries: list[dict]) -> str:
         for r in s["requirements"]:
             rows.setdefault(r["id"], [r["title"], *[""] * len(summaries)])[1 + i] = _cell(r)
     counts = [" / ".join(f"{s['counts'].get(k, 0)} {k}" for k in COLUMNS if s["counts"].get(k)) for s in summaries]
+    # The driver's verdict heads each column; its rows carry the cluster's scorecard after it.
+    driver = [f"**{s['driver']['verdict']}**" if "driver" in s else "?" for s in summaries]
     lines = ["| ID | requirement | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads),
+             "| driver | driver verdict (from the requirements that judge the driver) | " + " | ".join(driver) + " |",
              *(f"| {rid} | {title} | " + " | ".join(cells) + " |" for rid, (title, *cells) in rows.items()),
              "", *(f"- {h}: {c}" for h, c in zip(heads, counts))]
     return "\n".join(lines) + "\n"

@@ -175,19 +175,43 @@ def _apply_catalogue(req: Requirement, minor: tuple[int, int], context: dict, v:
 
 
 COLUMNS = (PASSED, FAILED, DEVIATES, OBSERVED, NOT_APPLICABLE, ERROR, NOT_TESTED)
+CERTIFIED, NOT_CERTIFIED, INCOMPLETE = "certified", "not certified", "incomplete"
+
+
+def driver_verdict(vs: list[Verdict]) -> dict:
+    """The driver's verdict, from the IDs that judge the driver (catalogue `judges`): not certified
+    when one failed; incomplete when one erred or was not tested (each listed with why);
+    certified otherwise. A deviation is Kubernetes' bug (named), held against no driver."""
+    about = [v for v in vs if catalogue().requirement(v.id).judges.about_driver]
+    failed = [v for v in about if v.verdict == FAILED]
+    unjudged = [v for v in about if v.verdict in (ERROR, NOT_TESTED)]
+    word = NOT_CERTIFIED if failed else INCOMPLETE if unjudged else CERTIFIED
+    return {"verdict": word, "ids": [v.id for v in about],
+            "counts": {k: sum(v.verdict == k for v in about) for k in COLUMNS},
+            "open": [{"id": v.id, "verdict": v.verdict, "why": v.reasons or ["no test evaluated it"]}
+                     for v in [*failed, *unjudged]]}
 
 
 def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
     vs = verdicts(records, context)
     counts = {k: sum(v.verdict == k for v in vs) for k in COLUMNS}
     unclean = [st["stage"] for st in context.get("stages", []) if st.get("error") or st.get("exit")]
+    driver = driver_verdict(vs)
+    cluster = [v for v in vs if v.id not in driver["ids"]]
+    kubernetes = {k: sum(v.verdict == k for v in cluster) for k in COLUMNS}
     (out_dir / "summary.json").write_text(json.dumps(
-        {"context": context, "counts": counts, "stages_not_clean": unclean,
-         "requirements": [asdict(v) for v in vs]}, indent=2))
-    # A stage that ended non-zero is on the counts line, so that it never reads as a clean run.
+        {"context": context, "driver": driver, "kubernetes": {"counts": kubernetes}, "counts": counts,
+         "stages_not_clean": unclean, "requirements": [asdict(v) for v in vs]}, indent=2))
     lines = [f"# KEP-5004 conformance: {context.get('target', '')}", "",
-             " | ".join([*(f"{k}: {n}" for k, n in counts.items()),
-                         *([f"stages not clean: {', '.join(unclean)}"] if unclean else [])]), ""]
+             f"**Driver verdict: {driver['verdict']}** ({context.get('driver', '?')}, profile {context.get('profile', '?')}; "
+             f"from the {len(driver['ids'])} requirements that judge the driver: "
+             + ", ".join(f"{k} {n}" for k, n in driver["counts"].items() if n) + ")", ""]
+    lines += [f"- {o['id']} {o['verdict']}: " + "; ".join(w.replace("\n", " ")[:300] for w in o["why"]) for o in driver["open"]]
+    lines += ["", "Kubernetes scorecard (requirements about the cluster whatever the driver does): "
+              + " | ".join(f"{k}: {n}" for k, n in kubernetes.items()), "",
+              # A stage that ended non-zero is on the counts line, so that it never reads as a clean run.
+              "All requirements: " + " | ".join([*(f"{k}: {n}" for k, n in counts.items()),
+                                                 *([f"stages not clean: {', '.join(unclean)}"] if unclean else [])]), ""]
     if context.get("stages"):
         lines += ["stages: " + ", ".join(f"{st['stage']} {st.get('seconds', '?')} s ({_stage_state(st)})"
                                          for st in context["stages"]), ""]

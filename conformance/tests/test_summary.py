@@ -178,6 +178,32 @@ def test_observations_stay_where_the_id_passed():
 def test_a_stage_that_ended_non_zero_is_on_the_counts_line(tmp_path):
     context = {**V137, "target": "t", "stages": [{"stage": "faults", "exit": 1, "seconds": 3}]}
     summary.write([record("t::a", "passed", ["ALLOC-1"], [("ALLOC-1", "passed")])], tmp_path, context)
-    first = (tmp_path / "summary.md").read_text().splitlines()[2]
+    first = next(line for line in (tmp_path / "summary.md").read_text().splitlines() if line.startswith("All requirements:"))
     assert "failed: 0" in first and first.endswith("stages not clean: faults")
     assert json.loads((tmp_path / "summary.json").read_text())["stages_not_clean"] == ["faults"]
+
+
+def _all(verdict: str, **overrides: str) -> list[summary.Verdict]:
+    from conformance.catalogue import catalogue
+    return [summary.Verdict(rid, "", overrides.get(rid.replace("-", "_"), verdict)) for rid in catalogue().requirements]
+
+
+def test_the_driver_verdict_comes_from_the_requirements_that_judge_the_driver_only():
+    assert summary.driver_verdict(_all("passed"))["verdict"] == "certified"
+    # A Kubernetes failure is on the cluster's scorecard, not the driver's.
+    assert summary.driver_verdict(_all("passed", NAME_1="failed"))["verdict"] == "certified"
+    assert summary.driver_verdict(_all("passed", NAME_1="deviates", GATE_2="deviates"))["verdict"] == "certified"
+    failed = summary.driver_verdict(_all("passed", CTR_1="failed", FAULT_5="not tested"))
+    assert failed["verdict"] == "not certified" and [o["id"] for o in failed["open"]] == ["CTR-1", "FAULT-5"]
+    incomplete = summary.driver_verdict(_all("passed", KUBELET_1="not tested"))
+    assert incomplete["verdict"] == "incomplete" and incomplete["open"][0]["why"] == ["no test evaluated it"]
+
+
+def test_summary_opens_with_the_driver_verdict_and_lists_what_kept_it_open(tmp_path):
+    summary.write([record("t::c", "failed", ["CTR-1"], [("CTR-1", "failed", "container main sees []")])], tmp_path,
+                  {**V137, "target": "t", "driver": "gpu.example.com", "profile": "p"})
+    lines = (tmp_path / "summary.md").read_text().splitlines()
+    assert lines[2].startswith("**Driver verdict: not certified** (gpu.example.com, profile p;")
+    assert "- CTR-1 failed: t::c: container main sees []" in lines
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    assert doc["driver"]["verdict"] == "not certified" and doc["kubernetes"]["counts"]["failed"] == 0
