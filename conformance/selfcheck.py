@@ -64,6 +64,8 @@ EXPECTED: dict[str, Expectation] = {
     "cdi-unknown-id": Expectation(frozenset({"KUBELET-1"}), tests=HEADLINE),
     "device-plugin-extra-device": Expectation(frozenset({"MIXED-1"}), tests=MIXED, topology="mixed"),
     "deviceclass-without-name": Expectation(preflight="deviceclass"),
+    # Every pod would wait out its timeout as NAME-1/NAME-2: preflight names the class instead.
+    "deviceclass-selects-nothing": Expectation(preflight="deviceclass selects"),
 }
 
 

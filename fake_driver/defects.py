@@ -34,6 +34,8 @@ DEFECTS: dict[str, tuple[str, str]] = {
                      "not define"),
     "device-plugin-extra-device": (
         "device-plugin twin", "Allocate hands each container one GPU more than the kubelet asked for"),
+    "deviceclass-selects-nothing": (
+        "API objects", "the shipped DeviceClass's selector matches none of the driver's devices"),
     "deviceclass-without-name": (
         "API objects", "the shipped DeviceClass lacks spec.extendedResourceName"),
 }

@@ -13,6 +13,7 @@ from kube.api import RESOURCE_API, Api, Obj
 
 ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 FINALIZER = "resource.kubernetes.io/delete-protection"
+CLAIM_LIMIT = 32  # devices per claim the allocator accepts (ALLOC-3)
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 EXACT_FIELDS = {"deviceClassName", "allocationMode", "count"}  # all a special claim request may set (CLAIM-3)
 

@@ -14,13 +14,11 @@ from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.devices import device_ids
 from conformance.lib.special_claim import (
-    as_scheduled, claim_status, claims_owned_by, current_version, incomplete_at_scheduling,
+    CLAIM_LIMIT, as_scheduled, claim_status, claims_owned_by, current_version, incomplete_at_scheduling,
 )
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
 from kube.api import RESOURCE_API
-
-CLAIM_LIMIT = 32  # devices per claim the allocator accepts (ALLOC-3)
 
 
 @pytest.mark.requirement("ALLOC-1", "ALLOC-7", "NAME-1", "CLAIM-1", "CLAIM-2", "CLAIM-3", "CLAIM-4",
