@@ -94,8 +94,9 @@ class ProbeError(RuntimeError):
 
 
 def probe_container(api: Api, profile: Profile, pod: Obj, container: str) -> ContainerView:
-    """Run the profile's probe in a running container; read the log of a finished one. A probe
-    that exits non-zero (or a finished container that did) is a ProbeError."""
+    """Run the profile's probe in a running container (exiting non-zero, it is a ProbeError); read
+    the log of a finished one (whose exit code is its command's, not the probe's: a test may end
+    a container with a failure on purpose; its "sees nothing" still needs the profile's sign)."""
     name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
     statuses = [*(pod["status"].get("initContainerStatuses") or []), *(pod["status"].get("containerStatuses") or [])]
     state = next((s.get("state") or {} for s in statuses if s["name"] == container), {})
@@ -107,8 +108,4 @@ def probe_container(api: Api, profile: Profile, pod: Obj, container: str) -> Con
             raise ProbeError(f"{where} exited {err.code}: {err.output.strip()[-400:] or '(no output)'}") from None
     else:
         raw = api.logs(ns, name, container)
-        code = (state.get("terminated") or {}).get("exitCode")
-        if code not in (None, 0):
-            raise ProbeError(f"{where}: the container exited {code}, so its log is no probe result: "
-                             f"{raw.strip()[-400:] or '(no output)'}")
     return ContainerView(container, profile.probe.device_ids(raw), raw, profile.probe.channel_ids(raw))

@@ -36,11 +36,10 @@ def test_a_probe_that_exits_1_and_prints_nothing_fails_naming_the_probe(profile:
     assert not p.probe.saw_nothing("")  # and an empty output is never "nothing seen"
 
 
-def test_a_finished_container_that_exited_non_zero_is_no_probe_result() -> None:
+def test_a_finished_container_is_read_from_its_log_whatever_its_command_exited_with() -> None:
+    """A test may end a container with a failure on purpose, after its probe ran."""
     p = load("example-gpu")
-    with pytest.raises(ProbeError, match="the container exited 2"):
-        probe_container(Api(0, "probe-done\n"), p, pod({"terminated": {"exitCode": 2}}), "main")
-    assert probe_container(Api(0, "probe-done\n"), p, pod({"terminated": {"exitCode": 0}}), "main").device_ids == []
+    assert probe_container(Api(0, "probe-done\n"), p, pod({"terminated": {"exitCode": 1}}), "main").device_ids == []
 
 
 def test_a_profile_must_say_what_its_probe_prints_when_it_sees_nothing(tmp_path) -> None:
