@@ -47,6 +47,13 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+def _cause(report: str) -> str:
+    """What broke a test, from pytest's report: its first `E ` line (the exception and its message;
+    the report's last line is only where it was raised), else the last line."""
+    raised = [line[1:].strip() for line in report.splitlines() if line.startswith("E ")]
+    return raised[0] if raised else _last_line(report)
+
+
 def _server_minor(context: dict) -> tuple[int, int] | None:
     server = str(context.get("server", "")).lstrip("v").split(".")
     return (int(server[0]), int(server[1])) if len(server) >= 2 and all(p.isdigit() for p in server[:2]) else None
@@ -97,7 +104,7 @@ def _outcomes(test: _Test, rid: str) -> list[_Outcome]:
             why = f"{test.name} failed at {', '.join(failed)}: its checks of {rid} cannot be credited"
         else:
             first = test.failures[0]
-            why = f"{test.name} ({first['when']}) broke: {_last_line(first['message'])}"
+            why = f"{test.name} ({first['when']}) broke: {_cause(first['message'])}"
         return [_Outcome(test.name, ERROR, why, caused_by=tuple(failed))]
     return [_Outcome(test.name, c.verdict, c.message, c.reference) for c in own]
 

@@ -130,6 +130,14 @@ def test_a_broken_test_keeps_its_id_from_being_credited_by_passes_elsewhere():
     assert failed["CTR-1"].verdict == "failed"  # a failure still outranks an error
 
 
+def test_a_broken_test_s_reason_is_its_exception_not_where_it_was_raised():
+    report = ("    raise ProbeError(...)\nE   conformance.lib.workloads.ProbeError: probe 'p' in ns/x exited 1: (no output)\n"
+              "\nconformance/lib/workloads.py:112: ProbeError")
+    got = by_id([record("t::x", "failed", ["CLAIM-6"], message=report)])
+    assert got["CLAIM-6"].reasons == ["t::x: t::x (call) broke: conformance.lib.workloads.ProbeError: probe 'p' in ns/x "
+                                      "exited 1: (no output)"]
+
+
 def test_a_teardown_that_breaks_is_charged_to_the_test_s_ids():
     got = by_id([record("t::x", "passed", ["NAME-1"], [("NAME-1", "passed")]),
                  record("t::x", "failed", ["NAME-1"], message="namespace not deleted", when="teardown")])
