@@ -75,7 +75,7 @@ def render_driver(overrides: Mapping[str, str] | None = None) -> str:
 def render_deviceclasses(overrides: Mapping[str, str] | None = None) -> str:
     text = render(DEVICECLASS_FILE, overrides)
     defects = parse_defects(yaml.safe_load(template_values(overrides)["DEFECTS"]) or [])
-    if "deviceclass-without-name" in defects:
+    if "deviceclass-without-name" in defects or not template_values(overrides)["EXTENDED_RESOURCE_NAME"]:
         text = "".join(line for line in text.splitlines(keepends=True) if "extendedResourceName:" not in line)
     if "deviceclass-selects-nothing" in defects:  # a selector of another driver's devices
         text = text.replace("device.driver == ", "device.driver == \"no.such.driver\" && device.driver == ")

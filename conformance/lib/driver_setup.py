@@ -19,8 +19,9 @@ from kube.waits import wait_for
 
 def fake_driver_values(profile: Profile, image: str) -> dict[str, str]:
     return {"PROFILE": profile.fake_driver_inventory, "IMAGE": image, "DRIVER_NAME": profile.driver,
-            "EXTENDED_RESOURCE_NAME": profile.extended_resource_name,
-            "RESOURCE_NAME": profile.extended_resource_name,
+            "EXTENDED_RESOURCE_NAME": profile.explicit_name or "",  # "": the class maps no explicit name
+            # the device plugin's: a valid extended resource name, which an implicit one is not
+            "RESOURCE_NAME": profile.explicit_name or f"{profile.driver}/device",
             # the profile's counts verbatim (the driver matches node names the same way); none else
             "NODE_DEVICES": json.dumps(profile.device_counts), "DEVICES_PER_NODE": "0",
             "EXPOSURE": profile.fake_driver_exposure,

@@ -94,9 +94,10 @@ def deviceclass_item(api: Api, profile: Profile) -> Item:
     if cls is None:
         return Item(name, FAILED, "the profile's DeviceClass does not exist")
     got = (cls.get("spec") or {}).get("extendedResourceName")
-    if got != profile.extended_resource_name:
-        return Item(name, FAILED, f"extendedResourceName is {got!r}, the profile says {profile.extended_resource_name!r}")
-    return Item(name, PASSED, f"extendedResourceName {got}")
+    if got != profile.explicit_name:
+        return Item(name, FAILED, f"extendedResourceName is {got!r}, the profile says {profile.explicit_name!r}")
+    return Item(name, PASSED, f"extendedResourceName {got}" if got else
+                f"no extendedResourceName, as the profile says: pods ask for {profile.implicit_resource_name}")
 
 
 def slice_items(api: Api, profile: Profile) -> list[Item]:

@@ -89,7 +89,9 @@ class Profile:
     name: str
     driver: str
     device_class: str
-    extended_resource_name: str
+    # The DeviceClass's extendedResourceName as installed; None: the driver's class maps no explicit
+    # name, and pods reach it by the implicit one only (what some charts install by default).
+    explicit_name: str | None
     # node name or shell-style pattern -> devices; "*" alone when every node has the same count
     device_counts: dict[str, int]
     dra_node_selector: dict[str, str]
@@ -110,6 +112,16 @@ class Profile:
     @property
     def implicit_resource_name(self) -> str:
         return f"deviceclass.resource.kubernetes.io/{self.device_class}"
+
+    @property
+    def extended_resource_name(self) -> str:
+        """The name the suite's pods ask for: the explicit one where installed, else the implicit one."""
+        return self.explicit_name or self.implicit_resource_name
+
+    @property
+    def served_by(self) -> str:
+        """The requirement that judges pods asking for `extended_resource_name` being served."""
+        return "NAME-1" if self.explicit_name else "NAME-2"
 
     def devices_on(self, node: str) -> int:
         """How many devices the driver publishes for `node`, by the profile: the same matching as
@@ -154,7 +166,7 @@ def _semantic_problems(raw: dict, path: Path) -> list[str]:
     extended resource name, an existing workload directory, distinct node mode values, known
     self-check defects."""
     problems = []
-    if not EXTENDED_RESOURCE_NAME.match(raw["extendedResourceName"]):
+    if "extendedResourceName" in raw and not EXTENDED_RESOURCE_NAME.match(raw["extendedResourceName"]):
         problems.append(f"extendedResourceName: {raw['extendedResourceName']!r} is not a valid extended resource name")
     patterns = {"probe.pattern": (raw["probe"]["pattern"], "id"),
                 **{f"probe.channels.{n}": (t, "id") for n, t in (raw["probe"].get("channels") or {}).items()}}
@@ -187,7 +199,7 @@ def _parse(raw: dict, path: Path) -> Profile:
     state, modes = raw.get("nodeState"), raw.get("nodeModes")
     return Profile(
         name=raw["name"], driver=raw["driver"], device_class=raw["deviceClass"],
-        extended_resource_name=raw["extendedResourceName"], device_counts=_device_counts(raw["devicesPerNode"]),
+        explicit_name=raw.get("extendedResourceName"), device_counts=_device_counts(raw["devicesPerNode"]),
         dra_node_selector=dict(selectors["dra"]),
         device_plugin_node_selector=dict(selectors.get("devicePlugin", {})),
         deploy=raw.get("deploy", "preinstalled"), workload_image=raw["workloadImage"],

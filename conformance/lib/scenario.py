@@ -42,12 +42,12 @@ def verify_served(target, check: Checks, pod: Obj, classes: dict[str, str] | Non
 
 
 def run_pod_and_verify(target, check: Checks, namespace: str, pod_obj: Obj, classes: dict[str, str] | None = None,
-                       exact_counts: bool = True, timeout: float = 180, served_by: str = "NAME-1",
+                       exact_counts: bool = True, timeout: float = 180, served_by: str | None = None,
                        as_id: str | None = None) -> Served:
-    """Create the pod, wait until it runs (a failure of `served_by`, which ends the test), then
-    verify_served. as_id: record everything, the wait included, as that one ID (a scenario step's
-    "new pods are served end to end")."""
+    """Create the pod, wait until it runs (a failure of `served_by`, default the ID that judges the
+    profile's name being served, which ends the test), then verify_served. as_id: record everything,
+    the wait included, as that one ID (a scenario step's "new pods are served end to end")."""
     target.api.create(pod_obj, namespace)
-    with check(as_id or served_by, stop=True):
+    with check(as_id or served_by or target.profile.served_by, stop=True):
         pod = pods.wait_running(target.api, namespace, pod_obj["metadata"]["name"], timeout=timeout)
     return verify_served(target, check, pod, classes, exact_counts, as_id=as_id)

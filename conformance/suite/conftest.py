@@ -81,6 +81,30 @@ def _applicable(request: pytest.FixtureRequest, target: Target) -> None:
         pytest.skip("not applicable: " + "; ".join(reason for _, reason in verdicts))
 
 
+# Requirements about the explicit name of the profile's DeviceClass: a driver whose class maps none
+# (installed with the implicit name only) cannot show them, whatever passes in the tests citing them.
+EXPLICIT_NAME_IDS = ("NAME-1", "QUOTA-3")
+
+
+def no_explicit_name(profile: Profile) -> str:
+    return (f"no explicit name installed: profile {profile.name}'s DeviceClass {profile.device_class} maps no "
+            f"extendedResourceName, pods ask for {profile.implicit_resource_name}")
+
+
+def needs_explicit_name(profile: Profile) -> None:
+    """Skip (not tested) a test that needs the explicit and the implicit name of the profile's class."""
+    if profile.explicit_name is None:
+        pytest.skip(f"not tested: {no_explicit_name(profile)}")
+
+
+@pytest.fixture(autouse=True)
+def _explicit_name_held(_applicable: None, check: Checks, target: Target) -> None:
+    """Without an explicit name, the explicit-name requirements a test cites are not tested there."""
+    if target.profile.explicit_name is None:
+        for rid in sorted(set(EXPLICIT_NAME_IDS) & check.allowed):
+            check.not_tested(rid, no_explicit_name(target.profile))
+
+
 @pytest.fixture(scope="session")
 def preflight_failures(pytestconfig: pytest.Config) -> list[preflight.Item]:
     path = pytestconfig.getoption("--preflight")

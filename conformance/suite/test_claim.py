@@ -116,7 +116,7 @@ def test_status_names_the_same_claim_for_the_pods_life(target: Target, check: Ch
     blinker = pods.container("blinker", p, {}, command="sleep 4; exit 1")
     api.create(pods.pod("steady", [pods.container("main", p, {p.extended_resource_name: 1}), blinker],
                         restart="Always"), namespace)
-    with check("NAME-1", stop=True):
+    with check(p.served_by, stop=True):
         pod = pods.wait_running(api, namespace, "steady", timeout=180)
     first, claim = claim_status(pod), special_claim(api, pod)
     with check("STATUS-1", stop=True):

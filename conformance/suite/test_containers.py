@@ -17,7 +17,7 @@ from conformance.lib.scenario import Served
 from conformance.lib.special_claim import IMPLICIT_PREFIX, claim_status, request_naming, special_claim
 from conformance.lib.workloads import ProbeError, probe_container
 from conformance.lib.writes import accepted, refused_as_invalid
-from conformance.suite.conftest import Target
+from conformance.suite.conftest import Target, needs_explicit_name
 from kube.api import Api, Obj
 from kube.waits import wait_for
 from kubernetes.client.exceptions import ApiException
@@ -94,6 +94,7 @@ def test_three_containers_with_one_two_and_three_distinct_names(target: Target, 
     second adds the implicit one, the third adds the implicit name of a second class; each must see
     exactly the devices of its own requests, one per name."""
     api, p = target.api, target.profile
+    needs_explicit_name(target.profile)
     other = pods.create_device_class(api, request, p.driver, prefix="three-names")["metadata"]["name"]
     names = [p.extended_resource_name, p.implicit_resource_name, IMPLICIT_PREFIX + other]
     classes = {names[0]: p.device_class, names[1]: p.device_class, names[2]: other}

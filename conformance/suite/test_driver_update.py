@@ -75,7 +75,7 @@ def test_rolling_driver_update_keeps_pods_served(target: Target, check: Checks, 
 
     before = [survivors.snapshot(scenario.run_pod_and_verify(target, check, namespace, gpu_pod(name, resource, 2),
                                                              served_by=rid))
-              for name, resource, rid in (("before", p.extended_resource_name, "NAME-1"),
+              for name, resource, rid in (("before", p.extended_resource_name, p.served_by),
                                           ("before-implicit", p.implicit_resource_name, "NAME-2"))]
     daemonsets = _driver_daemonsets(target)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

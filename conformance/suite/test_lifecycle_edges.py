@@ -227,7 +227,7 @@ def test_claim_without_both_marks_is_not_taken_for_the_special_claim(target: Tar
         found = taken()
         assert not found, "claims lacking the annotation \"true\" or the controller reference were taken for the " \
                           "pod's special claim: " + "; ".join(found)
-    with check("NAME-1", stop=True):
+    with check(target.profile.served_by, stop=True):
         running = pods.wait_running(api, namespace, "owner", timeout=10)
     scenario.verify_served(target, check, running)
 

@@ -16,7 +16,7 @@ from conformance.lib.checks import Checks
 from conformance.lib.resolution import misresolved, resolution
 from conformance.lib.special_claim import IMPLICIT_PREFIX, RESOURCE_API, allocated_devices, claim_status, special_claim
 from conformance.lib.workloads import probe_container
-from conformance.suite.conftest import Target
+from conformance.suite.conftest import Target, needs_explicit_name
 from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for
 
@@ -172,6 +172,7 @@ def test_zero_request_runs_without_claim(target: Target, check: Checks, namespac
 @pytest.mark.requirement("NAME-7")
 def test_explicit_and_implicit_names_are_not_merged(target: Target, check: Checks, namespace: str) -> None:
     p = target.profile
+    needs_explicit_name(target.profile)
     resources = {p.extended_resource_name: 2, p.implicit_resource_name: 1}
     pod, claim = _run(target, check, namespace,
                       pods.pod("both", [pods.container("main", p, resources)]), "NAME-7")

@@ -16,12 +16,13 @@ from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.quota import CLAIM_COUNT, devices_key, implicit_key, initialised, quota, settle
 from conformance.lib.special_claim import IMPLICIT_PREFIX
-from conformance.suite.conftest import Target
+from conformance.suite.conftest import Target, needs_explicit_name
 
 
 @pytest.mark.requirement("QUOTA-1", "QUOTA-2", "QUOTA-3", "QUOTA-4", "QUOTA-5")
 def test_quota_counts_special_claim_once(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
+    needs_explicit_name(target.profile)
     cls, ern = p.device_class, p.extended_resource_name
     ern_key = f"requests.{ern}"
     # QUOTA-3/4/5 (the claim-aware requests.* keys) and implicit names in pods: where the catalogue applies them.
@@ -94,6 +95,7 @@ def test_quota_with_init_sidecar_and_main_containers_and_a_user_claim(target: Ta
     its own for one device. The init container reuses the others' devices (CTR-3), so the pod holds
     4 devices of the class and its claim 1: every device key must say 5, the claim count 2."""
     api, p = target.api, target.profile
+    needs_explicit_name(target.profile)
     cls, ern = p.device_class, p.extended_resource_name
     applies, why = requirement("QUOTA-3").applies_to(target.minor, gate_enabled=True)
     if not applies:

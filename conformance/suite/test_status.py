@@ -65,7 +65,7 @@ def control(target: Target, module_namespace: str) -> None:
 def test_status_field_names(target: Target, check: Checks, namespace: str) -> None:
     p = target.profile
     target.api.create(pods.pod("names", [pods.container("main", p, {p.extended_resource_name: 1})]), namespace)
-    with check("NAME-1", stop=True):
+    with check(p.served_by, stop=True):
         pod = pods.wait_running(target.api, namespace, "names", timeout=180)
     # Read before any oracle: with other field names the oracles would stop the test first.
     status = claim_status(pod) or {}

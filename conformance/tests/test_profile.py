@@ -95,3 +95,26 @@ def test_capabilities_and_workloads_are_checked_beyond_the_schema(tmp_path):
     assert "workloads: 'no-such-set' is neither a directory under" in text
     assert "nodeModes: needs driverPods.namespace" in text
     assert "nodeModes.values: each mode needs its own label value" in text
+
+
+def test_a_class_without_an_explicit_name_is_describable_and_its_pods_ask_for_the_implicit_one():
+    from conformance.lib.profile import load
+    p = load("fake-gpu-implicit")
+    assert p.explicit_name is None and p.extended_resource_name == "deviceclass.resource.kubernetes.io/gpu.nvidia.com"
+    assert p.served_by == "NAME-2" and load("fake-gpu").served_by == "NAME-1"
+
+
+def test_preflight_requires_the_class_to_map_no_name_where_the_profile_declares_none():
+    from conformance.lib import preflight
+    from conformance.lib.profile import load
+
+    class Api:
+        def __init__(self, spec):
+            self.spec = spec
+
+        def get(self, *args, **kwargs):
+            return {"spec": self.spec}
+    p = load("fake-gpu-implicit")
+    assert preflight.deviceclass_item(Api({}), p).verdict == "passed"
+    item = preflight.deviceclass_item(Api({"extendedResourceName": "nvidia.com/gpu"}), p)
+    assert item.verdict == "failed" and "the profile says None" in item.detail

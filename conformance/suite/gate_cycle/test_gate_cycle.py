@@ -88,9 +88,9 @@ def before(request: pytest.FixtureRequest, target: Target, module_namespace: str
     setup = setup_checks("starting the pods with the gate on")
     started = {name: survivors.snapshot(scenario.run_pod_and_verify(
                    target, setup, module_namespace, _gpu_pod(target, name, resource), served_by=served_by))
-               for name, resource, served_by in (("explicit", p.extended_resource_name, "NAME-1"),
+               for name, resource, served_by in (("explicit", p.extended_resource_name, p.served_by),
                                                  ("implicit", p.implicit_resource_name, "NAME-2"),
-                                                 ("doomed", p.extended_resource_name, "NAME-1"))}
+                                                 ("doomed", p.extended_resource_name, p.served_by))}
     cls = pods.create_device_class(target.api, request, p.driver, EXPLICIT_CLASS_NAME, prefix="gate-on")
     return Before(**started, device_class=cls["metadata"]["name"])
 

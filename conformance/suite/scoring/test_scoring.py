@@ -56,7 +56,7 @@ def unequal(target: Target, module_namespace: str) -> Unequal:
     weight["spec"]["containers"][0]["resources"] = {"requests": {"cpu": f"{int(cpu * BALLAST_SHARE)}m"}}
     for obj in (seed, weight):
         api.create(obj, module_namespace)
-    with setup("NAME-1", stop=True):
+    with setup(p.served_by, stop=True):
         for name in ("seed", "ballast"):
             pods.wait_running(api, module_namespace, name, timeout=180)
     return Unequal(seeded, ballast)
