@@ -14,6 +14,9 @@ that every process of the project honours through lifecycle.ensure:
 
 Both come from the host's cores and available memory when first asked for, and can be set with
 KEP5004_MAX_CLUSTERS / KEP5004_CREATE_AT_ONCE (the runner's --max-clusters / --create-at-once).
+Waiting creations queue in order of priority, then of arrival: each holds a ticket file under
+the state directory naming its process (tickets of dead processes are dropped), so that the
+cluster the most work waits on (priority 0) is not overtaken by whoever polls first.
 """
 from __future__ import annotations
 
@@ -121,20 +124,58 @@ def _creation_slot(slots: int) -> int | None:
     return None
 
 
+class _Ticket:
+    """A place in the host-wide queue of waiting creations: <priority>-<arrival ns>-<pid>-<name>."""
+
+    def __init__(self, name: str, priority: int) -> None:
+        self.directory = state_dir() / "slots" / "waiting"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / f"{priority}-{time.time_ns()}-{os.getpid()}-{name}"
+        self.path.touch()
+
+    def ahead(self) -> int:
+        """How many live waiters come before this one."""
+        queue = []
+        for ticket in self.directory.iterdir():
+            priority, arrival, pid, _ = ticket.name.split("-", 3)
+            if not _alive(int(pid)):
+                ticket.unlink(missing_ok=True)
+                continue
+            queue.append((int(priority), int(arrival), ticket.name))
+        mine = (int(self.path.name.split("-")[0]), int(self.path.name.split("-")[1]), self.path.name)
+        return sum(entry < mine for entry in queue)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextmanager
 def admitted(name: str, alive: Callable[[], list[str]], stop: Callable[[], None] = lambda: None,
-             limits: Budget | None = None, sleep: Callable[[float], None] = time.sleep) -> Iterator[float]:
+             limits: Budget | None = None, sleep: Callable[[float], None] = time.sleep,
+             priority: int = 1) -> Iterator[float]:
     """Hold a creation slot while the block creates `name`, entered once fewer than `live` other
-    clusters exist on the host. Yields the seconds waited. `stop` raises to give up waiting (an
-    interrupted run); progress is reported every minute of waiting."""
+    clusters exist on the host and no waiter of a better place in the queue could take the room
+    (lower `priority` first, then earlier arrival). Yields the seconds waited. `stop` raises to
+    give up waiting (an interrupted run); progress is reported every minute of waiting."""
     limits = limits or budget()
     start = last_report = time.monotonic()
     fd = None
+    ticket = _Ticket(name, priority)
     try:
         while True:
             stop()
             others = [c for c in alive() if c != name]
-            if len(others) < limits.live:
+            if len(others) + ticket.ahead() < limits.live:
                 fd = _creation_slot(limits.creating)
                 # Counted again with the slot held: another process may have created one meanwhile.
                 if fd is not None and len([c for c in alive() if c != name]) < limits.live:
@@ -146,9 +187,11 @@ def admitted(name: str, alive: Callable[[], list[str]], stop: Callable[[], None]
                 last_report = time.monotonic()
                 progress(f"{name}: waiting {last_report - start:.0f} s for room on this host: "
                          f"{len(others)} of {limits.live} clusters alive ({', '.join(sorted(others))}), "
-                         f"{limits.creating} created at a time")
+                         f"{ticket.ahead()} waiting ahead, {limits.creating} created at a time")
             sleep(POLL_S)
+        ticket.remove()
         yield time.monotonic() - start
     finally:
+        ticket.remove()
         if fd is not None:
             os.close(fd)

@@ -89,15 +89,15 @@ def _cluster_dir(name: str) -> Path:
 
 
 def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts | None = None,
-           failure_logs: Path | None = None, stop: Callable[[], None] = lambda: None) -> Cluster:
+           failure_logs: Path | None = None, stop: Callable[[], None] = lambda: None, priority: int = 1) -> Cluster:
     """Reuse the cluster if it was made from the same rendered config (never one that tests change
     in place, see CHANGED_IN_PLACE), otherwise (re)create it.
 
     Either way the workload and driver images are loaded (nodes that have them are skipped). A
     cluster that fails to come up is deleted, after its node logs (kubelet, containerd, pods)
     were exported to `failure_logs` (default: <state>/failed/<name>-<time>), so the cause is kept.
-    A new cluster waits for room on the host (clusters/capacity.py); `stop` raises to give up
-    that wait (an interrupted run).
+    A new cluster waits for room on the host (clusters/capacity.py), ahead of waiters of a higher
+    `priority` number; `stop` raises to give up that wait (an interrupted run).
     """
     require_engine()
     lease.take(spec.name)  # before anything is reused or replaced: it may be another run's
@@ -130,7 +130,7 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     config_path.write_text(to_yaml(config))
     hash_file.unlink(missing_ok=True)
     try:
-        with capacity.admitted(spec.name, existing_clusters, stop) as waited:
+        with capacity.admitted(spec.name, existing_clusters, stop, priority=priority) as waited:
             start = time.monotonic()
             progress(f"{spec.name}: creating ({spec.topology}, Kubernetes {spec.version.tag}, config {config_path}"
                      + (f", after {waited:.0f} s waiting for room on the host" if waited >= 1 else "") + ")")

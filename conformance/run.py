@@ -339,21 +339,22 @@ def install_and_check_driver(api: Api, kubectl: Callable[..., str], report: Repo
 
 
 def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, reports: list[Report],
-                    args: argparse.Namespace, made: Callable[[], None] = lambda: None) -> bool:
+                    args: argparse.Namespace, made: Callable[[], None] = lambda: None, first: bool = False) -> bool:
     """One stage on a cluster made for it, once per report's profile (the fake driver of one
     profile is removed before the next one's is deployed); the cluster goes afterwards (unless
     --keep), whatever happened. `made` is called once the cluster is up or failed to come up.
-    True when every profile's stage passed."""
+    `first`: the first lane's cluster, the longest chain of work, is made before other waiting
+    ones on the host. True when every profile's stage passed."""
     # Copies: each cluster has its own preflight file, and two lanes may share a report.
     reports = [copy.copy(r) for r in reports]
-    first = reports[0].out
+    out = reports[0].out
     cluster = None
     passed = True
     try:
-        with StageLog(first).step(f"{spec.topology} cluster", first):
+        with StageLog(out).step(f"{spec.topology} cluster", out):
             try:
-                cluster = lifecycle.ensure(spec, images, failure_logs=first / "diagnostics" / f"cluster-{spec.name}",
-                                           stop=stop_if_stopping)
+                cluster = lifecycle.ensure(spec, images, failure_logs=out / "diagnostics" / f"cluster-{spec.name}",
+                                           stop=stop_if_stopping, priority=0 if first else 1)
             finally:
                 made()
         previous: Report | None = None
@@ -381,7 +382,7 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
     finally:
         if cluster is not None:
             if not passed:
-                cluster.export_logs(first / "diagnostics" / f"cluster-{spec.name}")
+                cluster.export_logs(out / "diagnostics" / f"cluster-{spec.name}")
             if not args.keep:
                 lifecycle.delete(cluster.name)
     return passed
@@ -436,9 +437,10 @@ def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]
             if not step.every_profile:  # the other reports say where those requirements were checked
                 for report in reports[1:]:
                     report.context["first_profile_only"] = reports[0].profile.name
+            first = step is plan[0][0]
             return on_kind_cluster(ClusterSpec(step.topology, version, gates=gates), step.stage, images,
                                    reports if step.every_profile else reports[:1], args,
-                                   made=first_cluster.set if step is plan[0][0] else lambda: None)
+                                   made=first_cluster.set if first else lambda: None, first=first)
 
         try:
             passed &= run_lanes(plan, run_step)

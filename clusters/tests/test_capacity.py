@@ -83,3 +83,33 @@ def test_a_creation_slot_held_by_another_process_makes_the_next_creation_wait() 
     finally:
         if holder.poll() is None:
             holder.communicate("")
+
+
+def test_a_waiter_of_a_better_priority_goes_first_though_it_came_later(tmp_path: Path) -> None:
+    """One cluster of room, two waiting: the main lane's cluster (priority 0) is made first."""
+    later = capacity._Ticket("kep5004-mixed-136", priority=1)
+    try:
+        with capacity.admitted("kep5004-dra-136", lambda: ["a"], limits=Budget(2, 1, ""), priority=0,
+                               sleep=pytest.fail):
+            pass
+        slept = []
+
+        def sleep(seconds: float) -> None:
+            slept.append(seconds)
+            if len(slept) == 2:
+                later.remove()  # the other waiter was admitted (or gave up)
+        with capacity.admitted("kep5004-dra-137", lambda: ["a"], limits=Budget(2, 1, ""), priority=1, sleep=sleep):
+            pass
+        assert len(slept) == 2  # it waited while the earlier waiter of its priority stood ahead
+    finally:
+        later.remove()
+
+
+def test_the_ticket_of_a_process_that_died_does_not_hold_the_queue(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = capacity.state_dir() / "slots" / "waiting" / f"0-1-{gone.stdout.strip()}-kep5004-dra-135"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.touch()
+    with capacity.admitted("kep5004-dra-137", lambda: [], limits=Budget(1, 1, ""), sleep=pytest.fail):
+        pass
+    assert not stale.exists()

@@ -30,7 +30,7 @@ def kind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
     """A kind mode where clusters are fakes and stages are scripted; records what was deleted."""
     state: dict = {"deleted": [], "clusters": [], "codes": [0], "ensure_error": None, "driver_error": None}
 
-    def ensure(spec, images, failure_logs=None, stop=None):
+    def ensure(spec, images, failure_logs=None, stop=None, priority=1):
         if state["ensure_error"]:
             raise state["ensure_error"]
         cluster = FakeCluster(spec.name)
@@ -238,14 +238,14 @@ def test_the_in_place_lane_makes_its_cluster_once_the_first_lanes_is_up_or_faile
     import time
     events, fake_ensure = [], lifecycle.ensure
 
-    def ensure(spec, images, failure_logs=None, stop=None):
+    def ensure(spec, images, failure_logs=None, stop=None, priority=1):
         events.append(f"{spec.topology} asked")
         if spec.topology == "dra":
             time.sleep(0.3)  # long enough for another lane to have started, were it not waiting
             events.append("dra up")
             if first_fails:
                 raise RuntimeError("kind create failed")
-        return fake_ensure(spec, images, failure_logs, stop)
+        return fake_ensure(spec, images, failure_logs, stop, priority)
 
     monkeypatch.setattr(lifecycle, "ensure", ensure)
     monkeypatch.setattr(run, "run_stage", lambda *args, **kwargs: 0)
