@@ -30,7 +30,7 @@ def held_claims(api: Api, profile: Profile, node: str) -> set[str]:
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
     assert running, f"no running driver pod ({state.pod_selector}) on node {node}"
     return set().union(*(state.claim_uids(api.exec(p["metadata"]["namespace"], p["metadata"]["name"],
-                                                   list(state.command))) for p in running))
+                                                   list(state.command), state.container)) for p in running))
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ class NodeState:
     command: tuple[str, ...]
     pattern: re.Pattern[str]
     pod_selector: str  # label selector of the driver pods to run it in (one per node)
+    container: str | None = None  # the container of those pods that has the command (default: the first)
 
     def claim_uids(self, output: str) -> set[str]:
         return {m.group("uid") for m in self.pattern.finditer(output)}
@@ -142,7 +143,8 @@ def load(name_or_path: str) -> Profile:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise ProfileError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
-    problems = schema_problems(raw) or _semantic_problems(raw, path)
+    # Both kinds at once: a user mends every problem in one go, not one kind per run.
+    problems = schema_problems(raw) + (_semantic_problems(raw, path) if isinstance(raw, dict) else [])
     if problems:
         raise ProfileError(f"{path}: {len(problems)} problem(s):\n" + "\n".join(f"  - {p}" for p in problems))
     return _parse(raw, path)
@@ -164,34 +166,46 @@ def _alternatives(error: ValidationError) -> str:
 def _semantic_problems(raw: dict, path: Path) -> list[str]:
     """What a schema cannot say: valid regular expressions with the right groups, a valid
     extended resource name, an existing workload directory, distinct node mode values, known
-    self-check defects."""
+    self-check defects. Run beside the schema's checks, so it reads only what has the right shape
+    (what has not is the schema's to name)."""
     problems = []
-    if "extendedResourceName" in raw and not EXTENDED_RESOURCE_NAME.match(raw["extendedResourceName"]):
-        problems.append(f"extendedResourceName: {raw['extendedResourceName']!r} is not a valid extended resource name")
-    patterns = {"probe.pattern": (raw["probe"]["pattern"], "id"),
-                **{f"probe.channels.{n}": (t, "id") for n, t in (raw["probe"].get("channels") or {}).items()}}
-    if "nodeState" in raw:
-        patterns["nodeState.pattern"] = (raw["nodeState"]["pattern"], "uid")
-    patterns["probe.nothing"] = (raw["probe"]["nothing"], None)
+    name = raw.get("extendedResourceName")
+    if isinstance(name, str) and not EXTENDED_RESOURCE_NAME.match(name):
+        problems.append(f"extendedResourceName: {name!r} is not a valid extended resource name")
+    channels = _at(raw, "probe", "channels")
+    patterns = {"probe.pattern": (_at(raw, "probe", "pattern"), "id"),
+                **{f"probe.channels.{n}": (t, "id") for n, t in (channels if isinstance(channels, dict) else {}).items()},
+                "nodeState.pattern": (_at(raw, "nodeState", "pattern"), "uid"),
+                "probe.nothing": (_at(raw, "probe", "nothing"), None)}
+    patterns = {where: (text, group) for where, (text, group) in patterns.items() if isinstance(text, str)}
     for where, (text, group) in patterns.items():
         try:
             if group and group not in re.compile(text).groupindex:
                 problems.append(f"{where}: needs a named group (?P<{group}>...)")
         except re.error as err:
             problems.append(f"{where}: not a valid regular expression: {err}")
-    workloads = _workloads_dir(raw.get("workloads"), path)
+    workloads = _workloads_dir(raw.get("workloads"), path) if isinstance(raw.get("workloads"), str | None) else None
     if workloads and not workloads.is_dir():
         problems.append(f"workloads: {raw['workloads']!r} is neither a directory under {WORKLOADS_DIR} nor one "
                         f"next to the profile ({workloads})")
     if "nodeModes" in raw and "driverPods" not in raw:
         problems.append("nodeModes: needs driverPods.namespace, where its plugin pods run")
-    values = list(((raw.get("nodeModes") or {}).get("values") or {}).values())
+    values = _at(raw, "nodeModes", "values")
+    values = [str(v) for v in values.values()] if isinstance(values, dict) else []
     if len(set(values)) != len(values):
         problems.append(f"nodeModes.values: each mode needs its own label value, got {values}")
-    unknown = sorted(set((raw.get("fakeDriver") or {}).get("defects", [])) - set(DEFECTS))
+    defects = _at(raw, "fakeDriver", "defects")
+    unknown = sorted({str(d) for d in defects} - set(DEFECTS)) if isinstance(defects, list) else []
     if unknown:
         problems.append(f"fakeDriver.defects: unknown {', '.join(unknown)} (known: {', '.join(DEFECTS)})")
     return problems
+
+
+def _at(raw: object, *keys: str) -> object:
+    """The value at `keys` in nested mappings, or None where a level is missing or no mapping."""
+    for key in keys:
+        raw = raw.get(key) if isinstance(raw, dict) else None
+    return raw
 
 
 def _parse(raw: dict, path: Path) -> Profile:
@@ -212,7 +226,7 @@ def _parse(raw: dict, path: Path) -> Profile:
         fake_driver_inventory=raw.get("fakeDriver", {}).get("inventory", "generic"),
         fake_driver_defects=tuple(raw.get("fakeDriver", {}).get("defects", ())),
         node_state=state and NodeState(tuple(state["command"]), re.compile(state["pattern"], re.MULTILINE),
-                                       state["podSelector"]),
+                                       state["podSelector"], state.get("container")),
         node_modes=modes and NodeModeLabel(modes["label"], {"dra": modes["values"]["dra"],
                                                         "device-plugin": modes["values"]["devicePlugin"],
                                                         "both": modes["values"]["both"]},

@@ -33,10 +33,11 @@ def _driver_daemonsets(target: Target) -> list[dict]:
     if not p.driver_namespace or not p.driver_selector:
         pytest.fail(f"profile {p.name} declares no driverPods (namespace and selector): the suite cannot "
                     "find the driver's DaemonSets to update", pytrace=False)
-    wanted = dict(item.split("=", 1) for item in p.driver_selector.split(","))
+    # The API server reads the selector (set-based ones too); the DaemonSets are its pods' owners.
+    owners = {o["name"] for q in target.api.list("v1", "Pod", p.driver_namespace, label_selector=p.driver_selector)
+              for o in q["metadata"].get("ownerReferences") or [] if o.get("kind") == "DaemonSet"}
     found = [ds for ds in target.api.list("apps/v1", "DaemonSet", p.driver_namespace)
-             if wanted.items() <= (ds["spec"]["template"]["metadata"].get("labels") or {}).items()
-             and ds["status"].get("desiredNumberScheduled", 0) > 0]
+             if ds["metadata"]["name"] in owners and ds["status"].get("desiredNumberScheduled", 0) > 0]
     if not found:
         pytest.fail(f"no DaemonSet in {p.driver_namespace} runs pods labelled {p.driver_selector}", pytrace=False)
     return found

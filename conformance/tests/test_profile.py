@@ -118,3 +118,17 @@ def test_preflight_requires_the_class_to_map_no_name_where_the_profile_declares_
     assert preflight.deviceclass_item(Api({}), p).verdict == "passed"
     item = preflight.deviceclass_item(Api({"extendedResourceName": "nvidia.com/gpu"}), p)
     assert item.verdict == "failed" and "the profile says None" in item.detail
+
+
+def test_schema_and_semantic_problems_are_reported_together(tmp_path):
+    import pytest
+
+    from conformance.lib.profile import PROFILES_DIR, ProfileError, load
+    text = (PROFILES_DIR / "fake-gpu.yaml").read_text()
+    text = text.replace("devicesPerNode: 8", "devicesPerNode: many")  # a schema problem
+    text = text.replace("pattern: '^FAKEGPU uuid=(?P<id>\\S+)'", "pattern: '^FAKEGPU uuid=(\\S+)'")  # a semantic one
+    path = tmp_path / "both.yaml"
+    path.write_text(text)
+    with pytest.raises(ProfileError) as err:
+        load(str(path))
+    assert "devicesPerNode" in str(err.value) and "probe.pattern: needs a named group (?P<id>...)" in str(err.value)
