@@ -61,15 +61,17 @@ def log(message: str) -> None:
 
 # --- manifests -----------------------------------------------------------------------------
 
-def manifest(profile_path: Path, image: str, namespace: str = NAME) -> list[dict]:
-    """Everything `kubectl apply -f -` needs to run the suite in the cluster against `profile_path`."""
+def manifest(profile_path: Path, image: str, namespace: str = NAME, disruptive: bool = False) -> list[dict]:
+    """Everything `kubectl apply -f -` needs to run the suite in the cluster against `profile_path`;
+    `disruptive`: the disruptive tests too, and the permissions they need."""
     profile = profiles.load(str(profile_path))  # refuse a bad profile before anything is applied
     meta = {"name": NAME, "namespace": namespace, "labels": {"app.kubernetes.io/name": NAME}}
     security = {"runAsUser": NOBODY, "runAsNonRoot": True, "allowPrivilegeEscalation": False,
                 "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
     mounts = [{"name": "results", "mountPath": str(RESULTS_MOUNT)}]
     suite = {"name": "suite", "image": image, "imagePullPolicy": "IfNotPresent", "securityContext": security,
-             "env": [{"name": "KEP5004_PROFILE", "value": str(PROFILE_MOUNT / "profile.yaml")}],
+             "env": [{"name": "KEP5004_PROFILE", "value": str(PROFILE_MOUNT / "profile.yaml")},
+                     *([{"name": "E2E_EXTRA_ARGS", "value": "--disruptive"}] if disruptive else [])],
              "volumeMounts": [*mounts, {"name": "profile", "mountPath": str(PROFILE_MOUNT), "readOnly": True}]}
     holder = {"name": "results", "image": image, "imagePullPolicy": "IfNotPresent", "securityContext": security,
               "command": ["python3", "-m", "conformance.incluster", "hold"], "volumeMounts": mounts}
@@ -78,7 +80,7 @@ def manifest(profile_path: Path, image: str, namespace: str = NAME) -> list[dict
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
-         "rules": permissions.cluster_role_rules(permissions.required(profile))},
+         "rules": permissions.cluster_role_rules(permissions.required(profile, disruptive))},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{NAME}:{namespace}"},
@@ -273,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--profile", required=True, type=Path, help="the driver's profile (copied into a ConfigMap)")
     m.add_argument("--image", default="", help="the suite image (default: the one `make images` built)")
     m.add_argument("--namespace", default=NAME)
+    m.add_argument("--disruptive", action="store_true",
+                   help="also run the disruptive tests, with the permissions they need (eviction, cordon)")
     f = commands.add_parser("fetch", help="wait for the Job and copy its results tarball out")
     f.add_argument("--namespace", default=NAME)
     f.add_argument("--kubeconfig", type=Path, default=None)
@@ -287,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("manifest", "sonobuoy-plugin"):
         path = args.profile if args.profile.suffix else profiles.PROFILES_DIR / f"{args.profile}.yaml"
         image = args.image or suite_image()
-        docs = manifest(path, image, args.namespace) if args.command == "manifest" else [sonobuoy_plugin(path, image)]
+        docs = (manifest(path, image, args.namespace, args.disruptive) if args.command == "manifest"
+                else [sonobuoy_plugin(path, image)])
         sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=False))
         return 0
     if args.command == "fetch":

@@ -125,7 +125,8 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
            *([f"--preflight={report.preflight_file}"] if report.preflight_file else []),
            "-o", "junit_family=xunit1",  # keeps the checks tests record as JUnit properties
            # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
-           *(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else [])]
+           *(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else []),
+           *(["--disruptive"] if args.disruptive else [])]
     if workers > 1:
         cmd += ["-n", str(workers)]
     stop_if_stopping()
@@ -489,7 +490,7 @@ def on_existing(args: argparse.Namespace, arg: str, profile: profiles.Profile) -
     except Exception as err:
         raise CommandError(f"the cluster in {args.kubeconfig} is unreachable: {' '.join(str(err).split())}") from None
     log(f"existing cluster {args.kubeconfig}: server {server}")
-    lacking = permissions.missing(api, permissions.required(profile))
+    lacking = permissions.missing(api, permissions.required(profile, args.disruptive))
     if lacking:
         raise CommandError(f"the credentials in {args.kubeconfig} lack {len(lacking)} permission(s) the suite needs: "
                            + ", ".join(f"{p}" + (f" ({p.why})" if p.why else "") for p in lacking))
@@ -548,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="kind mode: a version's clusters one after the other, not the in-place stages' cluster "
                         "alongside the others (less memory and CPU at once, a longer run)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
+    p.add_argument("--disruptive", action="store_true",
+                   help="with --kubeconfig: also run the disruptive tests in the serial stage (the driver's pod on a "
+                        "node deleted while preparing, a node drained of the suite's pods and uncordoned); always "
+                        "on kind")
     p.add_argument("--no-mixed", action="store_true", help="skip the mixed device-plugin/DRA stage")
     p.add_argument("--no-faults", action="store_true",
                    help="skip the fault stage (components and nodes killed and restarted under load)")
@@ -567,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     # The suite's pytest runs in REPO_ROOT: paths given relative to here must not move with it.
     args.out = args.out.absolute()
+    args.disruptive = args.disruptive or not args.kubeconfig  # kind clusters are the suite's own
     args.kubeconfig = args.kubeconfig and args.kubeconfig.absolute()
     # SIGTERM (a CI job cancelled, `kill`) is handled like Ctrl-C: partial summary, clusters deleted.
     # SIGINT too, explicitly: a shell starting us in the background (nohup, `&` in a script) sets it

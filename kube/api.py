@@ -110,5 +110,15 @@ class Api:
             raise ExecError(f"{namespace}/{pod}" + (f" ({container})" if container else ""), command, code, output)
         return output
 
+    def evict(self, namespace: str, pod: str) -> None:
+        """Evict the pod as `kubectl drain` does (the Eviction API, which honours disruption budgets)."""
+        CoreV1Api(self.client).create_namespaced_pod_eviction(pod, namespace, body={
+            "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}})
+
+    def cordon(self, node: str, unschedulable: bool = True) -> None:
+        """Mark the node (un)schedulable, as `kubectl cordon` / `uncordon` do."""
+        self.resource("v1", "Node").patch(name=node, body={"spec": {"unschedulable": unschedulable or None}},
+                                          content_type="application/merge-patch+json")
+
     def logs(self, namespace: str, pod: str, container: str) -> str:
         return CoreV1Api(self.client).read_namespaced_pod_log(pod, namespace, container=container)

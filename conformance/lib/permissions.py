@@ -66,9 +66,17 @@ REQUIRED: tuple[Permission, ...] = (
 RELABEL_NODES = Permission("patch", "nodes", why="nodeModes: the migration tests relabel nodes")
 
 
-def required(profile: Profile) -> tuple[Permission, ...]:
-    """What the suite needs for this profile's driver."""
-    return REQUIRED + ((RELABEL_NODES,) if profile.node_modes else ())
+# Only when the disruptive tests are asked for (--disruptive): they delete the driver's pod on a
+# node (delete pods, already needed) and drain a node of the suite's pods.
+DISRUPT = (Permission("create", "pods", subresource="eviction", why="--disruptive: a node drained of the suite's pods"),
+           Permission("patch", "nodes", why="--disruptive: a node cordoned and uncordoned"))
+
+
+def required(profile: Profile, disruptive: bool = False) -> tuple[Permission, ...]:
+    """What the suite needs for this profile's driver (and for the disruptive tests, if asked)."""
+    extra = ((RELABEL_NODES,) if profile.node_modes else ()) + (DISRUPT if disruptive else ())
+    seen = {str(p) for p in REQUIRED}
+    return REQUIRED + tuple(p for p in extra if not (str(p) in seen or seen.add(str(p))))
 
 
 def _allowed(api: Api, p: Permission) -> bool:

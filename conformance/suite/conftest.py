@@ -36,6 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="multiply every wait deadline (e.g. 2 for a slow cluster)")
     group.addoption("--diagnostics-dir", type=Path, default=Path("reports/diagnostics"),
                     help="where failing tests leave events, objects and driver logs")
+    group.addoption("--disruptive", action="store_true",
+                    help="run the disruptive tests (the driver's pod deleted, a node drained of the suite's pods)")
     group.addoption("--preflight", type=Path, default=None,
                     help="preflight results of the runner (JSON): tests fail with a failed item as their cause")
 

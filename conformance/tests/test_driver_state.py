@@ -20,7 +20,7 @@ class DriverOnNode:
     def list(self, *args, **kwargs) -> list[dict]:
         return [{"metadata": {"namespace": "drv", "name": "plugin-x"}, "status": {"phase": "Running"}}]
 
-    def exec(self, namespace: str, name: str, command: list[str]) -> str:
+    def exec(self, namespace: str, name: str, command: list[str], container: str | None = None) -> str:
         return "".join(f"prepared {uid}\n" for uid in self.listed)
 
 

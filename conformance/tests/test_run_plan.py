@@ -61,3 +61,12 @@ def test_only_the_in_place_lane_waits_for_the_first_cluster() -> None:
     plan = kind_plan(min(supported_versions()), ALL, {})
     assert {step.topology: step.after_first_cluster for step in plan} == {
         "dra": False, "mixed": False, "gate-cycle": False, "in-place": True}
+
+
+def test_the_disruptive_permissions_are_asked_for_only_with_the_disruptive_tests():
+    from conformance.lib import permissions
+    from conformance.lib.profile import load
+    plain, disruptive = (permissions.required(load("example-gpu"), d) for d in (False, True))
+    assert {"create pods/eviction", "patch nodes"} <= {str(p) for p in disruptive}
+    assert "create pods/eviction" not in {str(p) for p in plain}
+    assert len({str(p) for p in permissions.required(load("fake-gpu"), True)}) == len(permissions.required(load("fake-gpu"), True))

@@ -7,7 +7,6 @@ import pytest
 from clusters.nodes import KindNodes, Node
 from conformance.lib import pods
 from conformance.suite.conftest import Target
-from kube.api import Obj
 
 
 @pytest.fixture(scope="module")
@@ -19,16 +18,3 @@ def worker(target: Target, kind_nodes: KindNodes) -> Node:
         pytest.fail(f"no worker of {kind_nodes.cluster} has devices of {target.profile.driver} (published: {published})",
                     pytrace=False)
     return found[0]
-
-
-def driver_pods_on(target: Target, node: str) -> list[Obj]:
-    """The driver's running pods on `node` (the profile's namespace and selector)."""
-    p = target.profile
-    if not (p.driver_namespace and p.driver_selector):
-        pytest.fail(f"profile {p.name} names no driverNamespace/driverSelector: the driver cannot be found to be "
-                    "killed", pytrace=False)
-    found = [d for d in target.api.list("v1", "Pod", p.driver_namespace, label_selector=p.driver_selector,
-                                        field_selector=f"spec.nodeName={node}")
-             if (d.get("status") or {}).get("phase") == "Running"]
-    assert found, f"precondition: no running driver pod ({p.driver_selector}) on {node}"
-    return found

@@ -17,12 +17,15 @@ import pytest
 
 from clusters import faults
 from clusters.nodes import KindNodes, Node
-from conformance.lib import driver_setup, pods, recovery, scenario, survivors
+from conformance.lib import driver_setup, pods, recovery, survivors
+from conformance.lib.disruption import (
+    ARRIVING, RUNNING, arrive, check_hit_preparation, driver_pods_on, in_preparation_window, start_served,
+    wait_one_bound,
+)
 from conformance.lib.checks import Checks
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices
 from conformance.suite.conftest import Target
-from conformance.suite.faults.conftest import driver_pods_on
-from kube.api import TRANSIENT_ERRORS, Obj
+from kube.api import TRANSIENT_ERRORS
 from kube.waits import WaitTimeout, wait_for
 
 pytestmark = pytest.mark.serial
@@ -33,31 +36,6 @@ PROMPT = 120
 # How long pods that the scheduler left for its periodic retry are watched staying so before that
 # is reported: long enough to see a requeue by any other event, far shorter than the retry.
 LEFT_FOR = 30
-# One device per pod; at most six pods at a time stay within the worker's eight devices while the
-# previous test's namespace is still being deleted.
-RUNNING = ["running-1", "running-2"]
-ARRIVING = ["arriving-1", "arriving-2", "arriving-3"]
-
-
-def gpu_pod(target: Target, name: str, node: Node, restart: str = "Never") -> Obj:
-    p = target.profile
-    return pods.pinned(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})], restart=restart),
-                       node.name)
-
-
-def start_served(target: Target, check: Checks, rid: str, namespace: str, node: Node,
-                 restart: str = "Never") -> list[survivors.Snapshot]:
-    """The pods running before the fault, verified end to end (as `rid`) and remembered."""
-    return [survivors.snapshot(scenario.run_pod_and_verify(target, check, namespace, gpu_pod(target, n, node, restart),
-                                                           as_id=rid))
-            for n in RUNNING]
-
-
-def arrive(target: Target, namespace: str, node: Node, names: list[str] = ARRIVING) -> None:
-    for name in names:
-        target.api.create(gpu_pod(target, name, node), namespace)
-
-
 def wait_answering(target: Target, after: str) -> None:
     wait_for(lambda: target.api.server_version(), timeout=120, interval=1, transient=TRANSIENT_ERRORS,
              what=f"the API server to answer after {after}")
@@ -117,23 +95,12 @@ def running_promptly(target: Target, check: Checks, rid: str, namespace: str, na
 def test_pods_are_served_after_the_driver_is_killed_while_preparing(target: Target, check: Checks, namespace: str,
                                                                       worker: Node) -> None:
     api = target.api
-    start_served(target, check, "FAULT-1", namespace, worker)
-    arrive(target, namespace, worker)
-    # The kubelet asks the driver to prepare a pod's claims right after the pod is bound to it.
-    wait_for(lambda: any((pods.get(api, namespace, n).get("spec") or {}).get("nodeName") for n in ARRIVING),
-             timeout=120, interval=0.2, what=f"one of {ARRIVING} bound to {worker.name}")
+    start_served(target, check, "FAULT-1", namespace, worker.name)
+    arrive(target, namespace, worker.name)
+    wait_one_bound(api, namespace, worker.name)
     for driver in driver_pods_on(target, worker.name):
         faults.kill_pod(worker, driver["metadata"]["uid"])
-    # The kubelet starts a bound pod's containers only once its claims are prepared: a pod bound
-    # but not yet Running when the kill had landed was in that window. None such: the kill came
-    # after every preparation, and FAULT-1's situation never happened in this run.
-    in_window = [n for n in ARRIVING if (q := pods.get(api, namespace, n)) and (q.get("spec") or {}).get("nodeName")
-                 and (q.get("status") or {}).get("phase") != "Running"]
-    if in_window:
-        check.observe("FAULT-1", f"when the driver was killed, {', '.join(in_window)} were bound and not yet running")
-    else:
-        check.not_tested("FAULT-1", "the driver was killed after every arriving pod was running: no preparation was "
-                                    "in progress")
+    check_hit_preparation(check, "FAULT-1", in_preparation_window(api, namespace), "the driver was killed")
     recovery.converged(target, check, "FAULT-1", namespace, RUNNING + ARRIVING,
                        after=f"the driver on {worker.name} was killed (SIGKILL) while preparing claims")
 
@@ -141,9 +108,9 @@ def test_pods_are_served_after_the_driver_is_killed_while_preparing(target: Targ
 @pytest.mark.requirement("FAULT-2")
 def test_pods_keep_their_devices_when_the_kubelet_restarts(target: Target, check: Checks, namespace: str,
                                                            worker: Node) -> None:
-    before = start_served(target, check, "FAULT-2", namespace, worker)
+    before = start_served(target, check, "FAULT-2", namespace, worker.name)
     worker.restart_kubelet()
-    arrive(target, namespace, worker)
+    arrive(target, namespace, worker.name)
     after = f"the kubelet of {worker.name} restarted"
     survivors.check_unchanged(target, check, before, "FAULT-2", after)
     recovery.converged(target, check, "FAULT-2", namespace, RUNNING + ARRIVING, after=after)
@@ -157,7 +124,7 @@ def test_a_batch_is_served_when_the_scheduler_crashes_while_binding(target: Targ
     batch = RUNNING + ARRIVING
     control_plane = kind_nodes.control_planes[0]
     scheduler = faults.main_pids(control_plane, "--name", "^kube-scheduler$")  # aimed before, fired in one command
-    arrive(target, namespace, worker, batch)
+    arrive(target, namespace, worker.name, batch)
     # The crash lands in the middle of the batch: right after the scheduler made its first claim.
     wait_for(lambda: api.list(RESOURCE_API, "ResourceClaim", namespace), timeout=120, interval=0.05,
              what="the scheduler's first special claim of the batch")
@@ -175,13 +142,13 @@ def test_a_batch_is_served_when_the_scheduler_crashes_while_binding(target: Targ
 def test_claims_are_collected_when_the_controller_manager_crashes_during_deletion(
         target: Target, check: Checks, namespace: str, worker: Node, kind_nodes: KindNodes) -> None:
     api = target.api
-    start_served(target, check, "FAULT-4", namespace, worker)
+    start_served(target, check, "FAULT-4", namespace, worker.name)
     for name in RUNNING:
         api.delete("v1", "Pod", name, namespace)
     faults.kill_component(kind_nodes.control_planes[0], "kube-controller-manager")
     # The new pods need the deleted pods' devices back only if the worker is short of them; the
     # oracle checks that the deleted pods' special claims are collected either way.
-    arrive(target, namespace, worker)
+    arrive(target, namespace, worker.name)
     recovery.converged(target, check, "FAULT-4", namespace, ARRIVING,
                        after="kube-controller-manager was killed while pods were deleted")
 
@@ -190,7 +157,7 @@ def test_claims_are_collected_when_the_controller_manager_crashes_during_deletio
 def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(target: Target, check: Checks,
                                                                          namespace: str, worker: Node) -> None:
     # A restart ends every process: only pods that restart their containers run again.
-    before = start_served(target, check, "FAULT-5", namespace, worker, restart="Always")
+    before = start_served(target, check, "FAULT-5", namespace, worker.name, restart="Always")
     faults.restart_machine(target.api, worker)
     after = f"node {worker.name} restarted"
     recovery.wait_restarted(target, check, "FAULT-5", before, after)
@@ -201,20 +168,20 @@ def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(target:
                for s in served}
         assert now == kept, f"after {after}, claims and devices changed: before {kept}, now {now}"
     driver_setup.wait_published(target.api, target.profile)
-    arrive(target, namespace, worker)
+    arrive(target, namespace, worker.name)
     recovery.converged(target, check, "FAULT-5", namespace, RUNNING + ARRIVING, after=after)
 
 
 @pytest.mark.requirement("FAULT-6")
 def test_service_goes_on_when_the_api_server_is_briefly_down(target: Target, check: Checks, namespace: str,
                                                             worker: Node, kind_nodes: KindNodes) -> None:
-    before = start_served(target, check, "FAULT-6", namespace, worker)
+    before = start_served(target, check, "FAULT-6", namespace, worker.name)
     faults.kill_component(kind_nodes.control_planes[0], "kube-apiserver")
     after = "kube-apiserver was killed and came back"
     wait_answering(target, after)
     with check("FAULT-6"):
         driver_setup.wait_published(target.api, target.profile)
-    arrive(target, namespace, worker)
+    arrive(target, namespace, worker.name)
     survivors.check_unchanged(target, check, before, "FAULT-6", after)
     # A scheduler that could not renew its lease while the API server was away exits, perhaps
     # in the middle of serving the arriving pods.

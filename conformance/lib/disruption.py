@@ -1,0 +1,72 @@
+"""The scenario around a disruption (a component killed, a node drained, a driver pod deleted):
+pods served before it, pods arriving around it, all on one node that has the driver's devices.
+The oracle that judges what follows is conformance/lib/recovery.py.
+
+One device per pod; at most six pods at a time stay within a node's eight devices while the
+previous test's namespace is still being deleted."""
+from __future__ import annotations
+
+import pytest
+
+from conformance.lib import pods, scenario, survivors
+from conformance.lib.checks import Checks
+from kube.api import Api, Obj
+from kube.waits import wait_for
+
+RUNNING = ["running-1", "running-2"]
+ARRIVING = ["arriving-1", "arriving-2", "arriving-3"]
+
+
+def driver_pods_on(target, node: str) -> list[Obj]:
+    """The driver's running pods on `node` (the profile's driverPods namespace and selector)."""
+    p = target.profile
+    if not (p.driver_namespace and p.driver_selector):
+        pytest.fail(f"profile {p.name} names no driverPods (namespace and selector): the driver's pods cannot be "
+                    "found", pytrace=False)
+    found = [d for d in target.api.list("v1", "Pod", p.driver_namespace, label_selector=p.driver_selector,
+                                        field_selector=f"spec.nodeName={node}")
+             if (d.get("status") or {}).get("phase") == "Running"]
+    assert found, f"precondition: no running driver pod ({p.driver_selector}) on {node}"
+    return found
+
+
+def gpu_pod(target, name: str, node: str, restart: str = "Never") -> Obj:
+    p = target.profile
+    return pods.pinned(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})], restart=restart),
+                       node)
+
+
+def start_served(target, check: Checks, rid: str, namespace: str, node: str,
+                 restart: str = "Never") -> list[survivors.Snapshot]:
+    """The pods running before the disruption, verified end to end (as `rid`) and remembered."""
+    return [survivors.snapshot(scenario.run_pod_and_verify(target, check, namespace, gpu_pod(target, n, node, restart),
+                                                           as_id=rid))
+            for n in RUNNING]
+
+
+def arrive(target, namespace: str, node: str, names: list[str] = ARRIVING) -> None:
+    for name in names:
+        target.api.create(gpu_pod(target, name, node), namespace)
+
+
+def wait_one_bound(api: Api, namespace: str, node: str, names: list[str] = ARRIVING) -> None:
+    """Until one of `names` is bound: the kubelet asks the driver to prepare a pod's claims right
+    after the pod is bound to its node."""
+    wait_for(lambda: any((pods.get(api, namespace, n).get("spec") or {}).get("nodeName") for n in names),
+             timeout=120, interval=0.2, what=f"one of {names} bound to {node}")
+
+
+def in_preparation_window(api: Api, namespace: str, names: list[str] = ARRIVING) -> list[str]:
+    """Of `names`, those bound and not yet Running: the kubelet starts a bound pod's containers only
+    once its claims are prepared, so these were being prepared (or waiting to be)."""
+    return [n for n in names if (q := api.get("v1", "Pod", n, namespace)) and (q.get("spec") or {}).get("nodeName")
+            and (q.get("status") or {}).get("phase") != "Running"]
+
+
+def check_hit_preparation(check: Checks, rid: str, in_window: list[str], what: str) -> None:
+    """`rid`'s situation happened only if pods were in the preparation window when `what` landed;
+    otherwise the ID is not tested by this run."""
+    if in_window:
+        check.observe(rid, f"when {what}, {', '.join(in_window)} were bound and not yet running")
+    else:
+        check.not_tested(rid, f"{what} after every arriving pod was running: no preparation was in progress")

@@ -1,0 +1,77 @@
+"""Disruptions made through the API alone, as on any cluster (a vendor's, with --disruptive; always
+on kind): the driver's pod deleted while it prepares claims (FAULT-1), a node drained of the
+suite's pods and uncordoned (FAULT-7). Each with pods served before and pods arriving around it,
+judged by the same convergence oracle as the fault stage (conformance/lib/recovery.py).
+
+Only the suite's own pods are evicted ("drained"): on a vendor's cluster nothing else on the node
+is touched. Restarting a kubelet or a machine needs node access, which these tests do not take
+(the fault stage does that on kind)."""
+from __future__ import annotations
+
+import pytest
+
+from conformance.lib import pods, recovery
+from conformance.lib.checks import Checks
+from conformance.lib.disruption import (
+    ARRIVING, RUNNING, arrive, check_hit_preparation, driver_pods_on, in_preparation_window, start_served,
+    wait_one_bound,
+)
+from conformance.lib.special_claim import RESOURCE_API
+from conformance.suite.conftest import Target
+
+pytestmark = pytest.mark.serial
+PODS_AT_ONCE = len(RUNNING) + len(ARRIVING)  # one device each
+
+
+@pytest.fixture(autouse=True)
+def _asked(request: pytest.FixtureRequest) -> None:
+    if not request.config.getoption("--disruptive"):
+        pytest.skip("not tested: the disruptive tests delete the driver's pod on a node and drain a node of the "
+                    "suite's pods; run with --disruptive")
+
+
+@pytest.fixture
+def node(target: Target) -> str:
+    """The node with the most devices of the driver: every pod of these tests is kept to it."""
+    capacity = pods.dra_capacity(target.api, target.profile.driver)
+    fullest = max(sorted(capacity), key=capacity.get, default=None)
+    if fullest is None or capacity[fullest] < PODS_AT_ONCE:
+        pytest.skip(f"not tested: these tests need a node with {PODS_AT_ONCE} devices of {target.profile.driver}, "
+                    f"the cluster has {capacity or 'none'}")
+    return fullest
+
+
+@pytest.mark.requirement("FAULT-1")
+def test_pods_are_served_after_the_driver_pod_is_deleted_while_preparing(target: Target, check: Checks,
+                                                                         namespace: str, node: str) -> None:
+    api = target.api
+    start_served(target, check, "FAULT-1", namespace, node)
+    arrive(target, namespace, node)
+    wait_one_bound(api, namespace, node)
+    for driver in driver_pods_on(target, node):
+        api.resource("v1", "Pod").delete(name=driver["metadata"]["name"], namespace=driver["metadata"]["namespace"],
+                                         body={"gracePeriodSeconds": 0})
+    check_hit_preparation(check, "FAULT-1", in_preparation_window(api, namespace), "the driver's pod was deleted")
+    recovery.converged(target, check, "FAULT-1", namespace, RUNNING + ARRIVING,
+                       after=f"the driver's pod on {node} was deleted (grace period 0) while preparing claims")
+
+
+@pytest.mark.requirement("FAULT-7")
+def test_pods_are_served_after_their_node_is_drained_and_uncordoned(target: Target, check: Checks, namespace: str,
+                                                                    node: str) -> None:
+    api = target.api
+    before = start_served(target, check, "FAULT-7", namespace, node)
+    api.cordon(node)
+    try:
+        for snap in before:
+            api.evict(namespace, snap.name)
+        with check("FAULT-7"):
+            for snap in before:
+                pods.wait_gone(api, "v1", "Pod", snap.name, namespace, timeout=120)
+                pods.wait_gone(api, RESOURCE_API, "ResourceClaim", snap.claim, namespace, timeout=120)
+        arrive(target, namespace, node, ARRIVING[:1])
+        pods.check_stays_unscheduled(api, check, namespace, ARRIVING[0], "FAULT-7", duration=10)
+    finally:
+        api.cordon(node, False)
+    arrive(target, namespace, node, ARRIVING[1:])
+    recovery.converged(target, check, "FAULT-7", namespace, ARRIVING, after=f"{node} was drained and uncordoned")
