@@ -38,6 +38,7 @@ HEADLINE = "test_pod_asking_for_two_devices_runs_with_them"
 SERVED = f"{HEADLINE} or test_each_container_sees_exactly_its_devices"
 UNPREPARE = "test_deleting_the_pod_deletes_its_claim"
 MIXED = "test_deployment_spread_over_a_device_plugin_node_and_a_dra_node"
+DOUBLE_BOOKING = "test_pods_on_the_device_plugin_node_at_once_see_devices_of_their_own"
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ EXPECTED: dict[str, Expectation] = {
     "no-unprepare": Expectation(frozenset({"KUBELET-1"}), tests=UNPREPARE),
     # The kubelet's prepare fails again and again: the driver's (KUBELET-1), not NAME-1's wait.
     "fail-multi-device-prepare": Expectation(frozenset({"KUBELET-1"}), tests=HEADLINE),
+    # Each pod alone sees one device: only two at once on the node show the double booking.
+    "device-plugin-first-device": Expectation(frozenset({"MIXED-1"}), tests=DOUBLE_BOOKING, topology="mixed"),
     # The runtime cannot resolve what prepare named: the driver's prepare (KUBELET-1), not a timeout.
     "cdi-unknown-id": Expectation(frozenset({"KUBELET-1"}), tests=HEADLINE),
     "device-plugin-extra-device": Expectation(frozenset({"MIXED-1"}), tests=MIXED, topology="mixed"),

@@ -34,6 +34,9 @@ DEFECTS: dict[str, tuple[str, str]] = {
                      "not define"),
     "device-plugin-extra-device": (
         "device-plugin twin", "Allocate hands each container one GPU more than the kubelet asked for"),
+    "device-plugin-first-device": (
+        "device-plugin twin", "Allocate hands every container the node's first GPUs, whichever the kubelet chose: "
+                              "pods on the node at once share devices"),
     "deviceclass-selects-nothing": (
         "API objects", "the shipped DeviceClass's selector matches none of the driver's devices"),
     "deviceclass-without-name": (

@@ -37,6 +37,7 @@ class DevicePluginService:
         self._state_dir = state_dir
         self._cdi_kind = cdi_kind
         self._extra_device = "device-plugin-extra-device" in defects  # self-check only
+        self._first_device = "device-plugin-first-device" in defects  # self-check only
         self._exposure = exposure
 
     def GetDevicePluginOptions(self, request, context: grpc.ServicerContext):
@@ -64,6 +65,8 @@ class DevicePluginService:
         response = pb.AllocateResponse()
         for container in request.container_requests:
             gpus = [self._gpu(device_id, context) for device_id in container.devices_ids]
+            if self._first_device:  # whatever the kubelet chose: the node's first GPUs, double booked
+                gpus = list(self._inventory.gpus[:len(gpus)])
             if self._extra_device and gpus:
                 gpus.append(neighbour(self._inventory.gpus, gpus[-1]))
             # Recreate host files a node cleanup may have removed; the runtime binds them next.

@@ -40,6 +40,24 @@ def _spread_deployment(name: str, profile: Profile, resource: str, nodes: list[s
 
 
 @pytest.mark.serial
+@pytest.mark.requirement("MIXED-1")
+def test_pods_on_the_device_plugin_node_at_once_see_devices_of_their_own(check: Checks, target: Target,
+                                                                        namespace: str, workers: Workers) -> None:
+    """The device plugin's side of the name: two pods on its node at the same time are handed one
+    device each, not the same one (a plugin that double books passes every one-pod check)."""
+    api, p, node = target.api, target.profile, workers.device_plugin
+    names = ["dp-a", "dp-b"]
+    for name in names:
+        api.create(pods.pinned(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})]), node),
+                   namespace)
+    with check("MIXED-1", stop=True):
+        running = [pods.wait_running(api, namespace, name, timeout=180) for name in names]
+    seen = {name: helpers.probe(api, p, q) for name, q in zip(names, running)}
+    check.that("MIXED-1", all(len(ids) == 1 for ids in seen.values()) and not set(seen["dp-a"]) & set(seen["dp-b"]),
+               f"pods {names} on device-plugin node {node} at once should each see one device of their own: {seen}")
+
+
+@pytest.mark.serial
 @pytest.mark.requirement("MIXED-1", "STATUS-1", "KUBELET-4")
 def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(check: Checks, target: Target, namespace: str,
                                                                     workers: Workers) -> None:
