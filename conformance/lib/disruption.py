@@ -6,9 +6,11 @@ One device per pod; at most six pods at a time stay within a node's eight device
 previous test's namespace is still being deleted."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from conformance.lib import pods, scenario, survivors
+from conformance.lib import pods, recovery, scenario, survivors
 from conformance.lib.checks import Checks
 from kube.api import Api, Obj
 from kube.waits import wait_for
@@ -70,3 +72,18 @@ def check_hit_preparation(check: Checks, rid: str, in_window: list[str], what: s
         check.observe(rid, f"when {what}, {', '.join(in_window)} were bound and not yet running")
     else:
         check.not_tested(rid, f"{what} after every arriving pod was running: no preparation was in progress")
+
+
+def driver_killed_while_preparing(target, check: Checks, namespace: str, node: str, kill: Callable[[Obj], None],
+                                  how: str) -> None:
+    """FAULT-1: pods served, more arriving, and the driver's pods on `node` ended by `kill` as soon
+    as one arriving pod is bound (its claims being prepared); then the convergence oracle."""
+    api = target.api
+    start_served(target, check, "FAULT-1", namespace, node)
+    arrive(target, namespace, node)
+    wait_one_bound(api, namespace, node)
+    for driver in driver_pods_on(target, node):
+        kill(driver)
+    check_hit_preparation(check, "FAULT-1", in_preparation_window(api, namespace), f"the driver {how}")
+    recovery.converged(target, check, "FAULT-1", namespace, RUNNING + ARRIVING,
+                       after=f"the driver on {node} {how} while preparing claims")

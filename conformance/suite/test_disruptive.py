@@ -12,10 +12,7 @@ import pytest
 
 from conformance.lib import pods, recovery
 from conformance.lib.checks import Checks
-from conformance.lib.disruption import (
-    ARRIVING, RUNNING, arrive, check_hit_preparation, driver_pods_on, in_preparation_window, start_served,
-    wait_one_bound,
-)
+from conformance.lib.disruption import ARRIVING, RUNNING, arrive, driver_killed_while_preparing, start_served
 from conformance.lib.special_claim import RESOURCE_API
 from conformance.suite.conftest import Target
 
@@ -44,16 +41,12 @@ def node(target: Target) -> str:
 @pytest.mark.requirement("FAULT-1")
 def test_pods_are_served_after_the_driver_pod_is_deleted_while_preparing(target: Target, check: Checks,
                                                                          namespace: str, node: str) -> None:
-    api = target.api
-    start_served(target, check, "FAULT-1", namespace, node)
-    arrive(target, namespace, node)
-    wait_one_bound(api, namespace, node)
-    for driver in driver_pods_on(target, node):
-        api.resource("v1", "Pod").delete(name=driver["metadata"]["name"], namespace=driver["metadata"]["namespace"],
-                                         body={"gracePeriodSeconds": 0})
-    check_hit_preparation(check, "FAULT-1", in_preparation_window(api, namespace), "the driver's pod was deleted")
-    recovery.converged(target, check, "FAULT-1", namespace, RUNNING + ARRIVING,
-                       after=f"the driver's pod on {node} was deleted (grace period 0) while preparing claims")
+    pods_api = target.api.resource("v1", "Pod")
+    driver_killed_while_preparing(target, check, namespace, node,
+                                  lambda driver: pods_api.delete(name=driver["metadata"]["name"],
+                                                                 namespace=driver["metadata"]["namespace"],
+                                                                 body={"gracePeriodSeconds": 0}),
+                                  "pod was deleted (grace period 0)")
 
 
 @pytest.mark.requirement("FAULT-7")

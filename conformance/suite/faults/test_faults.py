@@ -18,10 +18,7 @@ import pytest
 from clusters import faults
 from clusters.nodes import KindNodes, Node
 from conformance.lib import driver_setup, pods, recovery, survivors
-from conformance.lib.disruption import (
-    ARRIVING, RUNNING, arrive, check_hit_preparation, driver_pods_on, in_preparation_window, start_served,
-    wait_one_bound,
-)
+from conformance.lib.disruption import ARRIVING, RUNNING, arrive, driver_killed_while_preparing, start_served
 from conformance.lib.checks import Checks
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices
 from conformance.suite.conftest import Target
@@ -94,15 +91,9 @@ def running_promptly(target: Target, check: Checks, rid: str, namespace: str, na
 @pytest.mark.requirement("FAULT-1")
 def test_pods_are_served_after_the_driver_is_killed_while_preparing(target: Target, check: Checks, namespace: str,
                                                                       worker: Node) -> None:
-    api = target.api
-    start_served(target, check, "FAULT-1", namespace, worker.name)
-    arrive(target, namespace, worker.name)
-    wait_one_bound(api, namespace, worker.name)
-    for driver in driver_pods_on(target, worker.name):
-        faults.kill_pod(worker, driver["metadata"]["uid"])
-    check_hit_preparation(check, "FAULT-1", in_preparation_window(api, namespace), "the driver was killed")
-    recovery.converged(target, check, "FAULT-1", namespace, RUNNING + ARRIVING,
-                       after=f"the driver on {worker.name} was killed (SIGKILL) while preparing claims")
+    driver_killed_while_preparing(target, check, namespace, worker.name,
+                                  lambda driver: faults.kill_pod(worker, driver["metadata"]["uid"]),
+                                  "was killed (SIGKILL)")
 
 
 @pytest.mark.requirement("FAULT-2")
