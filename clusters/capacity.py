@@ -44,6 +44,10 @@ CORES_PER_CREATION = 4
 # for the suite's pods and the page cache the image imports need.
 GIB_PER_CLUSTER = 1.5
 POLL_S = 3.0
+# A three-node cluster of ours comes up in 27-40 s on a 2-core host with nothing else on it
+# (27, 30, 33, 36 s measured on 2026-12-06); how much longer one took says how loaded the host is.
+ALONE_CREATE_S = 40.0
+MAX_WAIT_SCALE = 3.0
 REPORT_EVERY_S = 60.0
 
 
@@ -87,6 +91,14 @@ class Budget:
         if overrides:
             why += "; set: " + ", ".join(overrides)
         return cls(live, creating, why)
+
+
+def wait_scale(created_s: float | None) -> float:
+    """How much longer than on a quiet host a wait on this cluster may take: its creation time
+    against a quiet host's, between 1 and MAX_WAIT_SCALE (1 for a cluster reused, not timed)."""
+    if created_s is None:
+        return 1.0
+    return round(min(MAX_WAIT_SCALE, max(1.0, created_s / ALONE_CREATE_S)), 2)
 
 
 def _positive(text: str, name: str) -> int:

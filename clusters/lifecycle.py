@@ -41,6 +41,7 @@ def kubectl_runner(kubeconfig: Path) -> Callable[..., str]:
 class Cluster:
     spec: ClusterSpec
     kubeconfig: Path
+    created_s: float | None = None  # how long its creation took (None: reused)
 
     @property
     def name(self) -> str:
@@ -148,7 +149,8 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
         delete(spec.name)
         raise
     hash_file.write_text(wanted)
-    progress(f"{spec.name}: ready in {time.monotonic() - start:.0f} s")
+    cluster.created_s = time.monotonic() - start
+    progress(f"{spec.name}: ready in {cluster.created_s:.0f} s")
     return cluster
 
 

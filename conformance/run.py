@@ -57,6 +57,7 @@ class Report:
     context: dict
     started: float
     preflight_file: Path | None = None  # the latest preflight, given to the suite
+    wait_scale: float = 1.0  # how loaded the host was when this report's cluster was made (capacity.wait_scale)
 
 
 Stage = Callable[[Path, argparse.Namespace, Report], list[int]]
@@ -121,7 +122,7 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
            f"--kubeconfig={kubeconfig}", f"--profile={report.profile_arg}",
            f"--results-json={out / 'results.jsonl'}", f"--junitxml={out / f'junit-{name}.xml'}",
            f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE",
-           f"--timeout-scale={args.timeout_scale}",
+           f"--timeout-scale={round(args.timeout_scale * report.wait_scale, 2)}",
            *([f"--preflight={report.preflight_file}"] if report.preflight_file else []),
            "-o", "junit_family=xunit1",  # keeps the checks tests record as JUnit properties
            # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
@@ -358,6 +359,13 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
                                            stop=stop_if_stopping, priority=0 if first else 1)
             finally:
                 made()
+        # Waits on a cluster that was slow to come up get the time the host's load costs them.
+        scale = capacity.wait_scale(cluster.created_s)
+        if scale > 1:
+            log(f"{spec.name} took {cluster.created_s:.0f} s to come up ({capacity.ALONE_CREATE_S:.0f} s on a quiet "
+                f"host): its stages wait {scale}x as long")
+        for report in reports:
+            report.wait_scale = scale
         previous: Report | None = None
         for report in reports:
             try:

@@ -113,3 +113,10 @@ def test_the_ticket_of_a_process_that_died_does_not_hold_the_queue(tmp_path: Pat
     with capacity.admitted("kep5004-dra-137", lambda: [], limits=Budget(1, 1, ""), sleep=pytest.fail):
         pass
     assert not stale.exists()
+
+
+def test_waits_scale_with_how_much_longer_than_on_a_quiet_host_a_cluster_took_to_come_up() -> None:
+    assert capacity.wait_scale(None) == 1.0  # reused: nothing measured
+    assert capacity.wait_scale(capacity.ALONE_CREATE_S / 2) == 1.0  # never shorter
+    assert capacity.wait_scale(capacity.ALONE_CREATE_S * 1.5) == 1.5
+    assert capacity.wait_scale(capacity.ALONE_CREATE_S * 10) == capacity.MAX_WAIT_SCALE

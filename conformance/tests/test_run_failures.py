@@ -15,7 +15,7 @@ from conformance import run
 
 class FakeCluster:
     def __init__(self, name: str) -> None:
-        self.name, self.kubeconfig, self.exported = name, Path("/nonexistent"), []
+        self.name, self.kubeconfig, self.exported, self.created_s = name, Path("/nonexistent"), [], None
 
     def kubectl(self, *args: str, input: str | None = None) -> str:
         return ""
