@@ -132,10 +132,15 @@ class Checks:
         """Record every check an oracle made; returns True when all held.
 
         as_id: record them as one check of this ID instead (an oracle reused inside another
-        requirement, e.g. "pods survive the upgrade unchanged", where any problem fails that one)."""
+        requirement, e.g. "pods survive the upgrade unchanged", where any problem fails that one);
+        each problem also fails its own ID, so that e.g. a container seeing a device it was not
+        given is charged to CTR-1 wherever it is seen, not only to the scenario that saw it."""
         shown = (lambda text: f"{text}\n{observed()}") if observed else (lambda text: text)
         if as_id is not None:
             self.that(as_id, not findings, shown(findings.render()) if findings else "")
+            for c in findings.problems:
+                if c.id != as_id:
+                    self._record(Check(c.id, c.verdict, shown(c.message)))
         else:
             for c in findings.checks:
                 self._record(c if c.verdict == PASSED else Check(c.id, c.verdict, shown(c.message)))

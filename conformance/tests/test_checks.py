@@ -85,3 +85,14 @@ def test_a_claim_lacking_its_allocation_when_the_pod_was_scheduled_is_named():
         "claim c lacked an allocation", "claim c lacked a reservation for the pod (reservedFor [])"]
     assert incomplete_at_scheduling(pod, []) == ["claim c did not exist yet (claims then: [])"]
     assert "extendedResourceClaimStatus unset" in incomplete_at_scheduling({"metadata": {"uid": "p"}, "status": {}}, [])[0]
+
+
+def test_a_problem_seen_inside_a_scenario_also_fails_its_own_id():
+    from conformance.lib.checks import Check, Checks, Findings
+    recorded: list[Check] = []
+    check = Checks({"UPGRADE-1"}, recorded.append)
+    findings = Findings()
+    findings.check(True, "STATUS-1", "")
+    findings.check(False, "CTR-1", "container main sees GPU-2, allocated GPU-1")
+    check.all(findings, as_id="UPGRADE-1")
+    assert [(c.id, c.verdict) for c in recorded] == [("UPGRADE-1", "failed"), ("CTR-1", "failed")]
