@@ -32,7 +32,6 @@ import subprocess
 import sys
 import tarfile
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import yaml
@@ -42,6 +41,7 @@ from clusters.shell import CommandError
 from conformance.cli import guarded
 from conformance.invocation import prog
 from conformance.lib import permissions, profile as profiles
+from conformance.report import junit
 from kube.api import Api
 from kube.waits import wait_for
 
@@ -162,15 +162,6 @@ def count_tests(args: list[str]) -> int:
     return int(found.group(1)) if found else 0
 
 
-def merge_junit(report: Path, dest: Path) -> None:
-    """All stages' JUnit files as one <testsuites> document (what junit_01.xml holds upstream)."""
-    merged = ET.Element("testsuites")
-    for path in sorted(report.glob("junit-*.xml")):  # none when the run made no report
-        root = ET.parse(path).getroot()
-        merged.extend(root.findall("testsuite") if root.tag == "testsuites" else [root])
-    ET.ElementTree(merged).write(dest, encoding="utf-8", xml_declaration=True)
-
-
 def entrypoint(env: dict[str, str] | None = None) -> int:
     env = dict(os.environ if env is None else env)
     results = results_dir(env)
@@ -204,7 +195,7 @@ def entrypoint(env: dict[str, str] | None = None) -> int:
                 f"Test Suite {'Passed' if code == 0 else 'Failed'} (conformance.run exit {code})"]
     with (results / "e2e.log").open("a") as e2e:
         e2e.write("\n".join(closing) + "\n")
-    merge_junit(report, results / "junit_01.xml")  # without a report (a bad profile), the log says why
+    junit.merge(report, results / "junit_01.xml")  # without a report (a bad profile), the log says why
     tarball = results / TARBALL
     with tarfile.open(tarball, "w:gz") as tar:
         for name in ("e2e.log", "junit_01.xml"):  # where runners of the conformance image look

@@ -24,7 +24,6 @@ import sys
 import tarfile
 import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import contextmanager
@@ -42,7 +41,7 @@ from conformance.cli import guarded
 from conformance.fanout import Fanout
 from conformance.invocation import prog
 from conformance.lib import cleanup, driver_setup, permissions, preflight, profile as profiles
-from conformance.report import coverage, summary
+from conformance.report import coverage, junit, summary
 from kube.api import Api
 from kube.features import VERSIONS, DRAExtendedResource
 from kube.waits import WaitTimeout, set_timeout_scale
@@ -104,15 +103,8 @@ class StageLog:
         except BaseException as err:
             reason = "interrupted" if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}"
             self.add(stage, time.monotonic() - start, error=reason)
-            write_junit_error(out / f"junit-{stage.replace(' ', '-')}.xml", stage, reason)
+            junit.write_error(junit.stage_file(out, stage), stage, reason)
             raise
-
-
-def write_junit_error(path: Path, stage: str, reason: str) -> None:
-    suite = ET.Element("testsuite", name=f"kep5004 {stage}", tests="1", errors="1", failures="0", skipped="0")
-    case = ET.SubElement(suite, "testcase", classname="kep5004.run", name=stage)
-    ET.SubElement(case, "error", message=reason.splitlines()[0][:500] if reason else "error").text = reason
-    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 
 def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Namespace, report: Report,
@@ -120,7 +112,7 @@ def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Name
     out = report.out
     cmd = [sys.executable, "-m", "pytest", *PYTEST_CONFIG, *paths, "-p", "no:cacheprovider", "-m", marker,
            f"--kubeconfig={kubeconfig}", f"--profile={report.profile_arg}",
-           f"--results-json={out / 'results.jsonl'}", f"--junitxml={out / f'junit-{name}.xml'}",
+           f"--results-json={out / 'results.jsonl'}", f"--junitxml={junit.stage_file(out, name)}",
            f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE",
            f"--timeout-scale={round(args.timeout_scale * report.wait_scale, 2)}",
            *([f"--preflight={report.preflight_file}"] if report.preflight_file else []),
@@ -280,6 +272,7 @@ def finish(report: Report) -> dict[str, int]:
     stages = out / "stages.jsonl"
     context["stages"] = [json.loads(line) for line in stages.read_text().splitlines()] if stages.exists() else []
     counts = summary.write(summary.read_records(out / "results.jsonl"), out, context)
+    junit.merge(out, out / "junit.xml")  # the whole run in one file
     (out / "context.json").write_text(json.dumps(context, indent=2))
     bundle = out.with_suffix(".tar.gz")
     with tarfile.open(bundle, "w:gz") as tar:
@@ -290,7 +283,7 @@ def finish(report: Report) -> dict[str, int]:
 
 def fresh(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("results.jsonl", "stages.jsonl", *(p.name for p in out.glob("junit-*.xml")),
+    for stale in ("results.jsonl", "stages.jsonl", "junit.xml", *(p.name for p in out.glob(f"{junit.PREFIX}*.xml")),
                   *(p.name for p in out.glob("preflight-*.json"))):
         (out / stale).unlink(missing_ok=True)
     return out

@@ -215,3 +215,16 @@ def test_summary_opens_with_the_driver_verdict_and_lists_what_kept_it_open(tmp_p
     assert "- CTR-1 failed: t::c: container main sees []" in lines
     doc = json.loads((tmp_path / "summary.json").read_text())
     assert doc["driver"]["verdict"] == "not certified" and doc["kubernetes"]["counts"]["failed"] == 0
+
+
+def test_the_run_s_junit_is_every_stage_s_in_one_document_named_by_stage(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from conformance.report import junit
+    (tmp_path / "junit-parallel.xml").write_text(
+        '<testsuites><testsuite name="pytest" tests="1"><testcase name="t"><properties>'
+        '<property name="requirements" value="ALLOC-1"/></properties></testcase></testsuite></testsuites>')
+    junit.write_error(junit.stage_file(tmp_path, "dra cluster"), "dra cluster", "CommandError: kind failed")
+    root = ET.parse(junit.merge(tmp_path, tmp_path / "junit.xml")).getroot()
+    assert [s.get("name") for s in root.findall("testsuite")] == ["kep5004 dra cluster", "kep5004 parallel"]
+    assert root.find(".//property[@name='requirements']").get("value") == "ALLOC-1"
