@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -109,6 +109,7 @@ class Profile:
     node_modes: NodeModeLabel | None = None  # capability: see NodeModeLabel
     fake_driver_exposure: str = "files"  # deploy: fake-driver only (fake_driver.exposure)
     workloads: Path | None = None  # directory of the profile's stored workloads
+    product: dict[str, str] = field(default_factory=dict)  # PRODUCT.yaml fields of a submission
 
     @property
     def implicit_resource_name(self) -> str:
@@ -233,6 +234,7 @@ def _parse(raw: dict, path: Path) -> Profile:
                                        {"dra": modes["draPluginPods"], "device-plugin": modes["devicePluginPods"]}),
         fake_driver_exposure=raw.get("fakeDriver", {}).get("exposure", "files"),
         workloads=_workloads_dir(raw.get("workloads"), path),
+        product=dict(raw.get("product") or {}),
     )
 
 
