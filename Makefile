@@ -27,8 +27,11 @@ $(DEPS_STAMP):
 	@rm -f $(VENV)/.deps-*; touch $@
 
 # Undefined names and unused imports in every tracked Python file (generated code is untracked).
+# actionlint checks the nightly workflow (built from its Go module at a pinned version).
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 lint: venv
 	$(PY) -m pyflakes $$(git ls-files '*.py')
+	go run $(ACTIONLINT) -shellcheck= -pyflakes= .github/workflows/*.yml
 
 protos: venv
 	$(PY) -m fake_driver.protos.generate

@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "selfcheck": ("conformance.selfcheck", "selfcheck", "is each fake-driver defect caught, by name?"),
     "incluster": ("conformance.incluster", "incluster manifest|fetch ...", "run the suite as a Job in your cluster"),
     "coverage": ("conformance.report.coverage", "coverage SUMMARY.json...", "requirement x version table of runs"),
+    "merge": ("conformance.report.merge", "merge OUT BUNDLE.tar.gz...",
+              "one coverage table and JUnit from runs made on separate machines"),
     "submission": ("conformance.report.submission", "submission REPORT_DIR DEST",
                    "a certification submission (PRODUCT.yaml, README, e2e.log, junit_01.xml)"),
     "catalogue": ("conformance.catalogue.__main__", "catalogue check|markdown|...", "the requirement catalogue"),

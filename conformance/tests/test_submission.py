@@ -26,3 +26,25 @@ def test_a_run_s_report_becomes_a_submission_in_the_k8s_conformance_shape(tmp_pa
 def test_a_directory_without_a_run_is_one_error_line(tmp_path, capsys):
     assert submission.main([str(tmp_path), str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith("submission: error: ") and not (tmp_path / "out").exists()
+
+
+def test_bundles_of_runs_made_apart_merge_into_one_coverage_table_and_junit(tmp_path):
+    import tarfile
+    import xml.etree.ElementTree as ET
+
+    from conformance.report import merge
+    bundles = []
+    for i, (server, profile) in enumerate((("v1.36.3", "fake-gpu"), ("v1.36.3", "example-gpu"))):
+        report = tmp_path / f"machine-{i}" / "kep5004-dra-136"  # two cells name their report alike
+        report.mkdir(parents=True)
+        summary.write([], report, {"server": server, "profile": profile, "target": report.name})
+        (report / "junit-parallel.xml").write_text('<testsuite name="pytest" tests="0"/>')
+        bundle = report.with_suffix(".tar.gz")
+        with tarfile.open(bundle, "w:gz") as tar:
+            tar.add(report, arcname=report.name)
+        bundles.append(bundle)
+    coverage_md, junit_xml = merge.merge(tmp_path / "merged", bundles)
+    assert "v1.36.3 (fake-gpu) | v1.36.3 (example-gpu)" in coverage_md.read_text()
+    assert [s.get("name") for s in ET.parse(junit_xml).getroot()] == [
+        "v1.36.3 (fake-gpu): kep5004 parallel", "v1.36.3 (example-gpu): kep5004 parallel"]
+    assert merge.main([str(tmp_path / "out"), str(tmp_path / "missing.tar.gz")]) == 2

@@ -1,0 +1,75 @@
+"""`python -m conformance.report.merge OUT BUNDLE.tar.gz...`: one result from runs made apart.
+
+The nightly matrix runs each Kubernetes version (and profile) on a machine of its own; each run
+leaves its report directories as results bundles (`reports/<target>.tar.gz`; two cells may name
+theirs alike). This unpacks the i-th bundle into OUT/<i>/<target>/ and writes, over all of them, OUT/coverage.md (requirement x run ->
+verdict, each run's driver verdict on the first row) and OUT/junit.xml (every run's suites,
+each named after its run). The same works by hand: `make conformance ARGS="--k8s-versions X"` on
+N machines, then this command over the bundles they left.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from conformance.invocation import prog
+from conformance.report import coverage, junit
+
+
+class MergeError(ValueError):
+    pass
+
+
+def unpack(bundle: Path, out: Path) -> Path:
+    """The report directory a bundle holds, unpacked under `out` (refusing paths that leave it)."""
+    try:
+        with tarfile.open(bundle) as tar:
+            tops = {Path(m.name).parts[0] for m in tar.getmembers() if m.name}
+            if len(tops) != 1:
+                raise MergeError(f"{bundle}: a results bundle holds one report directory, this one {sorted(tops)}")
+            tar.extractall(out, filter="data")
+    except (OSError, tarfile.TarError) as err:
+        raise MergeError(f"{bundle}: not a readable results bundle: {err}") from None
+    report = out / tops.pop()
+    if not (report / "summary.json").is_file():
+        raise MergeError(f"{bundle}: its report has no summary.json")
+    return report
+
+
+def merge(out: Path, bundles: list[Path]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    reports = [unpack(b, out / str(i)) for i, b in enumerate(bundles, 1)]
+    summaries = [json.loads((r / "summary.json").read_text()) for r in reports]
+    (out / "coverage.md").write_text(coverage.table(summaries))
+    merged = ET.Element("testsuites", name="kep5004 conformance")
+    for report in reports:
+        run = junit.merge(report, report / "junit.xml")
+        for suite in ET.parse(run).getroot().findall("testsuite"):
+            context = json.loads((report / "summary.json").read_text())["context"]
+            suite.set("name", f"{context.get('server', report.name)} ({context.get('profile', '?')}): {suite.get('name')}")
+            merged.append(suite)
+    ET.ElementTree(merged).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)
+    return [out / "coverage.md", out / "junit.xml"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog("conformance.report.merge"), description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out", type=Path, help="where the unpacked reports, coverage.md and junit.xml go")
+    p.add_argument("bundles", type=Path, nargs="+", help="results bundles (<target>.tar.gz) of runs")
+    args = p.parse_args(argv)
+    try:
+        written = merge(args.out, args.bundles)
+    except MergeError as err:
+        print(f"merge: error: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(str(w) for w in written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
