@@ -176,7 +176,7 @@ def _apply_catalogue(req: Requirement, minor: tuple[int, int], context: dict, v:
     elif evaluated:
         return  # the gate was switched within the run (gate cycle): its checks keep their verdict
     elif req.topology == "gate-cycle":
-        v.reasons = [*v.reasons] or [f"{why}; the gate-cycle stage, which switches it, did not check it here"]
+        v.reasons = v.reasons or [f"{why}; the gate-cycle stage, which switches it, did not check it here"]
     else:
         v.verdict, v.reasons = NOT_APPLICABLE, [why]
 
