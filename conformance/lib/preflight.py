@@ -20,6 +20,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import time
 import uuid
 from collections import Counter
 
@@ -161,7 +162,9 @@ def selector_items(api: Api, profile: Profile, timeout: float = 90) -> list[Item
             canary["spec"]["resourceClaims"] = [{"name": "all", "resourceClaimName": claim["metadata"]["name"]}]
             canary["spec"]["affinity"] = pods.only_on([node])
             api.create(canary, namespace)
-        return [_selected_on(api, profile, namespace, node, timeout) for node in nodes]
+        # One deadline for all: the canaries were all created above and are allocated (or not) at once.
+        deadline = time.monotonic() + timeout
+        return [_selected_on(api, profile, namespace, node, max(1.0, deadline - time.monotonic())) for node in nodes]
     finally:
         api.delete("v1", "Namespace", namespace)
         # The canaries hold every device of their nodes until their claims are gone.
