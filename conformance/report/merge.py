@@ -16,7 +16,7 @@ import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conformance.invocation import prog
+from conformance.invocation import prog, wrote
 from conformance.report import coverage, junit
 
 
@@ -62,13 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", type=Path, help="where the unpacked reports, coverage.md and junit.xml go")
     p.add_argument("bundles", type=Path, nargs="+", help="results bundles (<target>.tar.gz) of runs")
     args = p.parse_args(argv)
-    try:
-        written = merge(args.out, args.bundles)
-    except MergeError as err:
-        print(f"merge: error: {err}", file=sys.stderr)
-        return 2
-    print("\n".join(str(w) for w in written))
-    return 0
+    return wrote("merge", lambda: merge(args.out, args.bundles), (MergeError,))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from conformance.invocation import prog
+from conformance.invocation import prog, wrote
 from conformance.lib import profile as profiles
 from conformance.report import junit
 from conformance.report.summary import read_records
@@ -90,13 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dest", type=Path, help="the submission directory to write")
     p.add_argument("--profile", default=None, help="the driver's profile (default: the one the run names)")
     args = p.parse_args(argv)
-    try:
-        written = write(args.report, args.dest, profiles.load(args.profile) if args.profile else None)
-    except (SubmissionError, profiles.ProfileError) as err:
-        print(f"submission: error: {err}", file=sys.stderr)
-        return 2
-    print("\n".join(str(w) for w in written))
-    return 0
+    return wrote("submission", lambda: write(args.report, args.dest, profiles.load(args.profile) if args.profile else None),
+                 (SubmissionError, profiles.ProfileError))
 
 
 if __name__ == "__main__":
