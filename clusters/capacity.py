@@ -137,38 +137,48 @@ def _creation_slot(slots: int) -> int | None:
 
 
 class _Ticket:
-    """A place in the host-wide queue of waiting creations: <priority>-<arrival ns>-<pid>-<name>."""
+    """A place in the host-wide queue of waiting creations: the file <priority>-<arrival ns>-<pid>-<name>,
+    flocked by its process for as long as it waits. The kernel drops a dead process's flock, so a
+    ticket nobody holds is stale, whatever became of its pid."""
 
     def __init__(self, name: str, priority: int) -> None:
         self.directory = state_dir() / "slots" / "waiting"
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / f"{priority}-{time.time_ns()}-{os.getpid()}-{name}"
-        self.path.touch()
+        self.fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
 
     def ahead(self) -> int:
         """How many live waiters come before this one."""
-        queue = []
-        for ticket in self.directory.iterdir():
-            priority, arrival, pid, _ = ticket.name.split("-", 3)
-            if not _alive(int(pid)):
-                ticket.unlink(missing_ok=True)
-                continue
-            queue.append((int(priority), int(arrival), ticket.name))
-        mine = (int(self.path.name.split("-")[0]), int(self.path.name.split("-")[1]), self.path.name)
-        return sum(entry < mine for entry in queue)
+        mine = _place(self.path.name)
+        return sum(_place(t.name) < mine for t in self.directory.iterdir() if t != self.path and _held(t))
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
-def _alive(pid: int) -> bool:
+def _place(ticket: str) -> tuple[int, int, str]:
+    priority, arrival, _ = ticket.split("-", 2)
+    return int(priority), int(arrival), ticket
+
+
+def _held(ticket: Path) -> bool:
+    """Whether a waiting process holds the ticket; a stale one is removed."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+        fd = os.open(ticket, os.O_RDONLY)
+    except FileNotFoundError:
+        return False  # its holder was admitted (or gave up) meanwhile
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
         return True
-    return True
+    finally:
+        os.close(fd)
+    ticket.unlink(missing_ok=True)
+    return False
 
 
 @contextmanager

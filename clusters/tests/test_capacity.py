@@ -1,6 +1,7 @@
 """Clusters are admitted by the host's budget (no cluster: the host and the cluster list are given)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,17 +107,31 @@ def test_a_waiter_of_a_better_priority_goes_first_though_it_came_later(tmp_path:
 
 
 def test_the_ticket_of_a_process_that_died_does_not_hold_the_queue(tmp_path: Path) -> None:
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = capacity.state_dir() / "slots" / "waiting" / f"0-1-{gone.stdout.strip()}-kep5004-dra-135"
+    """Whatever became of its pid: no process holds its flock any more."""
+    stale = capacity.state_dir() / "slots" / "waiting" / f"0-1-{os.getpid()}-kep5004-dra-135"
     stale.parent.mkdir(parents=True, exist_ok=True)
-    stale.touch()
+    stale.touch()  # left by a process that died (its flock went with it); the pid is even alive
     with capacity.admitted("kep5004-dra-137", lambda: [], limits=Budget(1, 1, ""), sleep=pytest.fail):
         pass
     assert not stale.exists()
 
 
-def test_waits_scale_with_how_much_longer_than_on_a_quiet_host_a_cluster_took_to_come_up() -> None:
-    assert capacity.wait_scale(None) == 1.0  # reused: nothing measured
-    assert capacity.wait_scale(capacity.ALONE_CREATE_S / 2) == 1.0  # never shorter
-    assert capacity.wait_scale(capacity.ALONE_CREATE_S * 1.5) == 1.5
-    assert capacity.wait_scale(capacity.ALONE_CREATE_S * 10) == capacity.MAX_WAIT_SCALE
+def test_a_ticket_held_by_a_live_process_keeps_its_place(tmp_path: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", "from clusters import capacity; t = capacity._Ticket('kep5004-dra-135', 0); "
+                               "print('held', flush=True); import sys; sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        slept = []
+
+        def sleep(seconds: float) -> None:
+            slept.append(seconds)
+            if len(slept) == 2:
+                holder.communicate("")  # it exits without removing its ticket: the flock goes with it
+        with capacity.admitted("kep5004-dra-137", lambda: [], limits=Budget(1, 1, ""), sleep=sleep):
+            pass
+        assert len(slept) == 2
+    finally:
+        if holder.poll() is None:
+            holder.communicate("")
