@@ -187,7 +187,7 @@ def main_stages(kubeconfig: Path, args: argparse.Namespace, report: Report) -> l
 
 
 def mixed_stage(kubeconfig: Path, args: argparse.Namespace, report: Report) -> list[int]:
-    # Tests needing a profile capability (nodeModes) report "not applicable" without it.
+    # Tests needing a profile capability (nodeModes) report "not tested" without it.
     return [run_stage("mixed", [str(MIXED_SUITE)], kubeconfig, args, report, "serial", 1)]
 
 

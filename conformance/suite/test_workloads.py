@@ -5,7 +5,7 @@ The manifests ask for the profile's extended resource name the device-plugin way
 no ResourceClaim in the pod). Each pod they produce must run with a special claim whose requests
 use the class each name resolves to, every container's probe must show exactly its devices, and
 no device may be shared between pods of the workload. A profile without a workload set gets
-`not applicable`.
+`not tested`, with the reason.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The device-plugin worker of topology `mixed` is relabelled (the driver's plugins follow the
 profile's nodeModes label) and put back afterwards by the `node_modes` fixture; profiles without
-that capability get `not applicable`.
+that capability get `not tested`, with the reason.
 
 A node's device plugin and DRA plugin serve the SAME physical GPUs. Nothing in
 Kubernetes tells the DRA allocator about devices a device plugin handed out, so migrating a node

@@ -2,7 +2,7 @@
 default one (clusters/scheduler.py), which scoring pods pick by schedulerName.
 
 Reconfiguring the scheduler needs the node containers of a kind cluster; on any other cluster
-these tests are not applicable (say so rather than guess what its scheduler scores).
+these tests are `not tested`, with that reason (say so rather than guess what its scheduler scores).
 """
 from __future__ import annotations
 
