@@ -65,9 +65,11 @@ def test_a_stopped_run_gives_up_waiting() -> None:
             pytest.fail("admitted while stopping")
 
 
-def test_a_creation_slot_held_by_another_process_makes_the_next_creation_wait() -> None:
-    holder = subprocess.Popen([sys.executable, "-c", "from clusters import capacity; fd = capacity._creation_slot(1); "
-                               "print('held' if fd is not None else 'free', flush=True); import sys; sys.stdin.read()"],
+def waits_while_another_process_holds(held: str, name: str, limits: Budget) -> int:
+    """How many times admitting `name` waited while another process held what `held` (Python run
+    there) takes, until that process ended (after the second wait) and the kernel dropped it."""
+    holder = subprocess.Popen([sys.executable, "-c", f"from clusters import capacity; held = {held}; "
+                               "print('held', flush=True); import sys; sys.stdin.read()"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               cwd=Path(__file__).resolve().parents[2])
     try:
@@ -77,13 +79,17 @@ def test_a_creation_slot_held_by_another_process_makes_the_next_creation_wait() 
         def sleep(seconds: float) -> None:
             waits.append(seconds)
             if len(waits) == 2:
-                holder.communicate("")  # the other creation ends, and its slot with it
-        with capacity.admitted("c", lambda: [], limits=Budget(4, 1, ""), sleep=sleep):
+                holder.communicate("")  # it ends without giving anything back: its flock goes with it
+        with capacity.admitted(name, lambda: [], limits=limits, sleep=sleep):
             pass
-        assert len(waits) == 2
+        return len(waits)
     finally:
         if holder.poll() is None:
             holder.communicate("")
+
+
+def test_a_creation_slot_held_by_another_process_makes_the_next_creation_wait() -> None:
+    assert waits_while_another_process_holds("capacity._creation_slot(1)", "c", Budget(4, 1, "")) == 2
 
 
 def test_a_waiter_of_a_better_priority_goes_first_though_it_came_later(tmp_path: Path) -> None:
@@ -117,21 +123,5 @@ def test_the_ticket_of_a_process_that_died_does_not_hold_the_queue(tmp_path: Pat
 
 
 def test_a_ticket_held_by_a_live_process_keeps_its_place(tmp_path: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", "from clusters import capacity; t = capacity._Ticket('kep5004-dra-135', 0); "
-                               "print('held', flush=True); import sys; sys.stdin.read()"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parents[2])
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        slept = []
-
-        def sleep(seconds: float) -> None:
-            slept.append(seconds)
-            if len(slept) == 2:
-                holder.communicate("")  # it exits without removing its ticket: the flock goes with it
-        with capacity.admitted("kep5004-dra-137", lambda: [], limits=Budget(1, 1, ""), sleep=sleep):
-            pass
-        assert len(slept) == 2
-    finally:
-        if holder.poll() is None:
-            holder.communicate("")
+    assert waits_while_another_process_holds("capacity._Ticket('kep5004-dra-135', 0)", "kep5004-dra-137",
+                                             Budget(1, 1, "")) == 2
