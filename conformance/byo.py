@@ -46,7 +46,7 @@ def examine(api: Api, profile: Profile, pod: Obj, ids: dict) -> PodResult:
     if claim is not None:
         result.via_dra, result.claim = True, claim["metadata"]["name"]
         result.devices = [ids.get(d, f"{d[0]}/{d[1]}") for d in allocated_devices(claim)]
-        expected = expected_per_container(pod, claim, ids)
+        expected = expected_per_container(pod, claim, ids, profile.probe)
     expected = merge(expected, user_claim_devices(api, profile, pod, ids))
     spec = pod["spec"]
     for c in [*(spec.get("initContainers") or []), *spec["containers"]]:

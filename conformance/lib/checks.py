@@ -64,6 +64,10 @@ class Findings:
         self.checks.append(Check(requirement, PASSED if ok else FAILED, "" if ok else message))
         return ok
 
+    def not_tested(self, requirement: str, reason: str) -> None:
+        """A clause of `requirement` this oracle cannot judge here (see Checks.not_tested)."""
+        self.checks.append(Check(requirement, NOT_TESTED, reason))
+
     @property
     def problems(self) -> list[Check]:
         return [c for c in self.checks if c.verdict == FAILED]
@@ -143,7 +147,7 @@ class Checks:
                     self._record(Check(c.id, c.verdict, shown(c.message)))
         else:
             for c in findings.checks:
-                self._record(c if c.verdict == PASSED else Check(c.id, c.verdict, shown(c.message)))
+                self._record(c if c.verdict != FAILED else Check(c.id, c.verdict, shown(c.message)))
         if findings and stop:
             raise CheckStopped(findings.render())
         return not findings

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from conformance.lib.checks import Findings
-from conformance.lib.profile import Profile
+from conformance.lib.profile import NAMES_REQUESTS, Probe, Profile
 from conformance.lib.special_claim import RESOURCE_API, claim_status
 from conformance.lib.workloads import probe_container
 from kube.api import Api, Obj
@@ -24,13 +24,21 @@ def device_ids(api: Api, profile: Profile) -> dict[tuple[str, str], str]:
     return ids
 
 
-def expected_per_container(pod: Obj, claim: Obj, ids: dict[tuple[str, str], str]) -> dict[str, list[str]]:
-    """container -> sorted probe ids of the devices of every request mapped to it."""
-    results = claim["status"]["allocation"]["devices"]["results"]
+def expected_per_container(pod: Obj, claim: Obj | None, ids: dict[tuple[str, str], str],
+                           probe: Probe) -> dict[str, list[str]]:
+    """container -> sorted probe ids of every request of the special claim mapped to it: each of
+    the request's devices, or the request itself for a probe that names requests (read from the
+    pod's status alone, so it holds after the claim is gone)."""
+    status = claim_status(pod)
     wanted: dict[str, set[str]] = {}
-    for m in claim_status(pod)["requestMappings"]:
-        devs = {ids.get((r["pool"], r["device"]), f"?{r['device']}") for r in results if r["request"] == m["requestName"]}
-        wanted.setdefault(m["containerName"], set()).update(devs)
+    for m in status["requestMappings"]:
+        if probe.names_devices:
+            results = (claim or {})["status"]["allocation"]["devices"]["results"]
+            shown = {ids.get((r["pool"], r["device"]), f"?{r['device']}") for r in results
+                     if r["request"] == m["requestName"]}
+        else:
+            shown = {probe.request_id(status["resourceClaimName"], m["requestName"])}
+        wanted.setdefault(m["containerName"], set()).update(shown)
     return {c: sorted(v) for c, v in wanted.items()}
 
 
@@ -42,7 +50,8 @@ def user_claim_names(pod: Obj) -> dict[str, str]:
 
 
 def user_claim_devices(api: Api, profile: Profile, pod: Obj, ids: dict[tuple[str, str], str]) -> dict[str, list[str]]:
-    """container -> probe ids of the profile driver's devices in the pod's own claims that it uses."""
+    """container -> probe ids of the profile driver's devices (or requests) in the pod's own claims
+    that it uses."""
     ns = pod["metadata"]["namespace"]
     claim_of = user_claim_names(pod)
     wanted: dict[str, list[str]] = {}
@@ -52,7 +61,8 @@ def user_claim_devices(api: Api, profile: Profile, pod: Obj, ids: dict[tuple[str
             claim = claim_of.get(ref["name"]) and api.get(RESOURCE_API, "ResourceClaim", claim_of[ref["name"]], ns)
             results = (((claim or {}).get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
             wanted.setdefault(c["name"], []).extend(
-                ids.get((r["pool"], r["device"]), f"?{r['device']}") for r in results
+                ids.get((r["pool"], r["device"]), f"?{r['device']}") if profile.probe.names_devices
+                else profile.probe.request_id(claim["metadata"]["name"], r["request"]) for r in results
                 if r["driver"] == profile.driver and ref.get("request") in (None, r["request"]))
     return wanted
 
@@ -67,8 +77,11 @@ def merge(*maps: dict[str, list[str]]) -> dict[str, list[str]]:
 
 def check_containers_see(api: Api, profile: Profile, pod: Obj, expected: dict[str, list[str]]) -> Findings:
     """Every container's probe shows exactly its devices, through every channel the profile names;
-    containers without any see none (CTR-1, KUBELET-2)."""
+    containers without any see none (CTR-1, KUBELET-2). With a probe that names requests, this shows
+    which requests' devices a container got, not which devices: CTR-1 is then not tested."""
     f = Findings()
+    if not profile.probe.names_devices:
+        f.not_tested("CTR-1", NAMES_REQUESTS)
     spec = pod["spec"]
     for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
         seen = probe_container(api, profile, pod, c["name"])

@@ -26,6 +26,12 @@ SCHEMA = PROFILES_DIR / "profile.schema.json"
 EXTENDED_RESOURCE_NAME = re.compile(r"^(?!kubernetes\.io/|requests\.)[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
+# Why a check that needs to know which devices a container got is not tested with a probe that
+# names requests.
+NAMES_REQUESTS = ("the profile's probe names requests, not devices (probe.identifies: request): "
+                  "which devices a container got cannot be seen")
+
+
 class ProfileError(ValueError):
     pass
 
@@ -41,11 +47,28 @@ class Probe:
     # Further ways the driver tells a container its devices (e.g. environment variables besides
     # device files): name -> pattern; each must show exactly the container's devices too.
     channels: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    # What an id stands for: "device" (one per device), or "request" (one per request of a claim,
+    # for drivers that tell a container which requests it got but not which devices; the id is
+    # request_template filled in, then request_replace's matches replaced by request_with).
+    identifies: str = "device"
+    request_template: str = ""
+    request_replace: re.Pattern[str] | None = None
+    request_with: str = ""
 
     @property
     def shell(self) -> str:
         """The probe command as one shell word list, to run inside `sh -c`."""
         return shlex.join(self.command)
+
+    @property
+    def names_devices(self) -> bool:
+        return self.identifies == "device"
+
+    def request_id(self, claim: str, request: str) -> str:
+        """The id the probe prints for request `request` of claim `claim` (identifies: request); a
+        subrequest ("gpu/large") is known by its request's name."""
+        text = self.request_template.format(claim=claim, request=request.split("/")[0])
+        return self.request_replace.sub(self.request_with, text) if self.request_replace else text
 
     def device_ids(self, output: str) -> list[str]:
         return sorted(m.group("id") for m in self.pattern.finditer(output))
@@ -185,6 +208,18 @@ def _semantic_problems(raw: dict, path: Path) -> list[str]:
                 problems.append(f"{where}: needs a named group (?P<{group}>...)")
         except re.error as err:
             problems.append(f"{where}: not a valid regular expression: {err}")
+    template = _at(raw, "probe", "requestId", "template")
+    if isinstance(template, str):
+        try:
+            template.format(claim="c", request="r")
+        except (KeyError, IndexError, ValueError) as err:
+            problems.append(f"probe.requestId.template: only {{claim}} and {{request}} may be filled in ({err!r})")
+    replace = _at(raw, "probe", "requestId", "replace")
+    if isinstance(replace, str):
+        try:
+            re.compile(replace)
+        except re.error as err:
+            problems.append(f"probe.requestId.replace: not a valid regular expression: {err}")
     workloads = _workloads_dir(raw.get("workloads"), path) if isinstance(raw.get("workloads"), str | None) else None
     if workloads and not workloads.is_dir():
         problems.append(f"workloads: {raw['workloads']!r} is neither a directory under {WORKLOADS_DIR} nor one "
@@ -218,9 +253,7 @@ def _parse(raw: dict, path: Path) -> Profile:
         dra_node_selector=dict(selectors["dra"]),
         device_plugin_node_selector=dict(selectors.get("devicePlugin", {})),
         deploy=raw.get("deploy", "preinstalled"), workload_image=raw["workloadImage"],
-        probe=Probe(tuple(probe["command"]), re.compile(probe["pattern"], re.MULTILINE), probe.get("deviceIdAttribute"),
-                    re.compile(probe["nothing"], re.MULTILINE),
-                    tuple((n, re.compile(t, re.MULTILINE)) for n, t in (probe.get("channels") or {}).items())),
+        probe=_probe(probe),
         source=path,
         driver_namespace=raw.get("driverPods", {}).get("namespace"),
         driver_selector=raw.get("driverPods", {}).get("selector"),
@@ -236,6 +269,16 @@ def _parse(raw: dict, path: Path) -> Profile:
         workloads=_workloads_dir(raw.get("workloads"), path),
         product=dict(raw.get("product") or {}),
     )
+
+
+def _probe(raw: dict) -> Probe:
+    request_id = raw.get("requestId") or {}
+    return Probe(tuple(raw["command"]), re.compile(raw["pattern"], re.MULTILINE), raw.get("deviceIdAttribute"),
+                 re.compile(raw["nothing"], re.MULTILINE),
+                 tuple((n, re.compile(t, re.MULTILINE)) for n, t in (raw.get("channels") or {}).items()),
+                 identifies=raw.get("identifies", "device"), request_template=request_id.get("template", ""),
+                 request_replace=re.compile(request_id["replace"]) if "replace" in request_id else None,
+                 request_with=request_id.get("with", ""))
 
 
 def _device_counts(value: int | dict[str, int]) -> dict[str, int]:

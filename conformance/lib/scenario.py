@@ -36,7 +36,7 @@ def verify_served(target, check: Checks, pod: Obj, classes: dict[str, str] | Non
     check.all(check_special_claim(pod, claim, classes, profile.driver, exact_counts), stop=True, observed=shown,
               as_id=as_id)
     ids = device_ids(api, profile)
-    expected = merge(expected_per_container(pod, claim, ids), user_claim_devices(api, profile, pod, ids))
+    expected = merge(expected_per_container(pod, claim, ids, profile.probe), user_claim_devices(api, profile, pod, ids))
     check.all(check_containers_see(api, profile, pod, expected), observed=shown, as_id=as_id)
     return Served(pod, claim, expected)
 

@@ -135,7 +135,9 @@ def _check_finished(target: Target, check: Checks, q: dict) -> None:
     ids = devices_lib.device_ids(api, p)
     claim = special_claim(api, q)
     allocated = bool(claim and (claim.get("status") or {}).get("allocation"))
-    expected = devices_lib.expected_per_container(q, claim, ids) if allocated else None
+    # A probe that names requests is judged from the pod's status, which outlives the claim.
+    expected = (devices_lib.expected_per_container(q, claim, ids, p.probe)
+                if allocated or not p.probe.names_devices else None)
     pools = pods.pool_nodes(api, p.driver)
     on_node = {i for (pool, _), i in ids.items() if pools.get(pool) == node}
     asked = expected_requests(q, {p.extended_resource_name: p.device_class, p.implicit_resource_name: p.device_class})

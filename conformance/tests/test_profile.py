@@ -132,3 +132,34 @@ def test_schema_and_semantic_problems_are_reported_together(tmp_path):
     with pytest.raises(ProfileError) as err:
         load(str(path))
     assert "devicesPerNode" in str(err.value) and "probe.pattern: needs a named group (?P<id>...)" in str(err.value)
+
+
+def test_a_probe_that_names_requests_gives_each_request_its_id_as_the_driver_spells_it():
+    """Kubernetes' test driver sets claim_<claim>_<request>=true, every other character made "_"."""
+    probe = profiles.load("k8s-test-driver").probe
+    assert not probe.names_devices
+    assert probe.request_id("pod-extended-resources-x7k", "container-0-request-0") == \
+        "claim_pod_extended_resources_x7k_container_0_request_0"
+    assert probe.request_id("c", "gpu/large") == "claim_c_gpu"  # a subrequest is its request's
+    assert probe.device_ids("claim_a_b=true\nprobe-done\n") == ["claim_a_b"]
+
+
+@pytest.mark.parametrize("request_id, expected", [
+    (None, "probe: 'requestId' is a required property"),
+    ({"template": "{claim}"}, "probe.requestId.template: '{claim}' does not match"),
+    ({"template": "{claim}_{request}_{device}"}, "only {claim} and {request} may be filled in"),
+    ({"template": "{claim}_{request}", "replace": "["}, "probe.requestId.replace: not a valid regular expression"),
+])
+def test_a_request_naming_probe_needs_a_sound_request_id(tmp_path, request_id, expected):
+    doc = base()
+    del doc["probe"]["deviceIdAttribute"]
+    doc["probe"]["identifies"] = "request"
+    if request_id is not None:
+        doc["probe"]["requestId"] = request_id
+    assert expected in refusal(tmp_path, doc)
+
+
+def test_a_request_id_belongs_only_to_a_probe_that_names_requests(tmp_path):
+    doc = base()
+    doc["probe"]["requestId"] = {"template": "{claim}_{request}"}
+    assert "probe: " in refusal(tmp_path, doc)
