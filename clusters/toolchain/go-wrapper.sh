@@ -22,3 +22,24 @@ go_wrapper_build() {
   run_logged "build-$name-$version" _build
   touch "$out/.done"
 }
+
+# kubernetes_wrapper_module vX.Y.Z DIR: writes DIR/go.mod, a throwaway module that requires
+# k8s.io/kubernetes at that version. k8s.io/kubernetes pins its staging modules at v0.0.0 and
+# resolves them with local replaces that do not apply to a dependency, so the wrapper replaces
+# each staging module with its published v0.Y.Z twin.
+kubernetes_wrapper_module() {
+  local version=$1 dir=$2 upstream_mod
+  [[ $version =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "not a Kubernetes release version: $version"
+  local staging_version="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+  go mod download -json "k8s.io/kubernetes@$version" >"$dir/module.json" \
+    || die "the Go module proxy does not serve k8s.io/kubernetes@$version"
+  upstream_mod=$(sed -n 's/.*"GoMod": "\(.*\)".*/\1/p' "$dir/module.json")
+  {
+    echo "module kep5004.local/kubernetes-build"
+    echo "go $(awk '$1 == "go" {print $2; exit}' "$upstream_mod")"
+    echo "godebug default=go1.$(awk '$1 == "godebug" {sub(/.*go1\./, ""); print; exit}' "$upstream_mod")"
+    echo "require k8s.io/kubernetes $version"
+    awk '$2 == "=>" && $3 ~ /^\.\/staging/ {print "replace " $1 " => " $1 " VERSION"}' "$upstream_mod" \
+      | sed "s/VERSION/$staging_version/"
+  } >"$dir/go.mod"
+}
