@@ -114,14 +114,23 @@ def _decide(req: Requirement, found: list[_Outcome]) -> Verdict:
     if req.informational and verdict == PASSED:
         verdict = OBSERVED  # describes behaviour: what held is what was seen, not a pass
     chosen = [o for o in found if o.verdict == verdict or (verdict == OBSERVED and o.verdict == PASSED)]
-    reasons = {f"{o.test}: {_last_line(o.message) if o.verdict == FAILED else o.message.strip()}"
-               for o in chosen if o.message.strip() or o.verdict != PASSED}
+    reasons = [(o.test, _last_line(o.message) if o.verdict == FAILED else o.message.strip())
+               for o in chosen if o.message.strip() or o.verdict != PASSED]
     # Observations and clauses not tested stay visible whatever decided the verdict.
-    reasons |= {f"{o.test}: {o.verdict}: {o.message.strip()}" for o in found
-                if o.verdict in (OBSERVED, NOT_TESTED) and o not in chosen}
-    return Verdict(req.id, req.title, verdict, sorted({o.test for o in found}), sorted(reasons),
+    reasons += [(o.test, f"{o.verdict}: {o.message.strip()}") for o in found
+                if o.verdict in (OBSERVED, NOT_TESTED) and o not in chosen]
+    return Verdict(req.id, req.title, verdict, sorted({o.test for o in found}), _grouped(reasons),
                    sorted({o.reference for o in chosen if o.reference}),
                    sorted({rid for o in chosen for rid in o.caused_by}))
+
+
+def _grouped(reasons: list[tuple[str, str]]) -> list[str]:
+    """"tests: reason" lines, one per distinct reason (six tests that cannot see devices for one
+    cause say it once)."""
+    tests: dict[str, set[str]] = {}
+    for test, reason in reasons:
+        tests.setdefault(reason, set()).add(test)
+    return sorted(f"{', '.join(sorted(names))}: {reason}" for reason, names in tests.items())
 
 
 # Scenarios the runner plays with the first profile of a run only (see its report for their verdicts).
@@ -133,8 +142,8 @@ STAGE_OF_TOPOLOGY = {"mixed": "mixed", "gate-cycle": "gate-cycle", "upgrade": "u
 
 
 def _why_untested(req: Requirement, context: dict, skips: list[str]) -> list[str]:
-    if skips:
-        return sorted(set(skips))
+    if skips:  # skip messages say "not tested: <why>"; the verdict already says the first part
+        return sorted({s.removeprefix(f"{NOT_TESTED}: ") for s in skips})
     if req.topology in IN_PLACE and context.get("first_profile_only"):
         return [f"{FIRST_PROFILE_ONLY} {context['first_profile_only']}: the faults, the gate cycle and the upgrade "
                 "change Kubernetes in place, once per version"]

@@ -157,7 +157,7 @@ def test_a_gate_off_requirement_is_not_tested_unless_the_gate_cycle_checked_it()
 
 def test_a_skipped_test_is_not_tested_with_its_reason():
     got = by_id([record("t::p", "skipped", ["SCORE-1"], message="not tested: needs a kind cluster on this host", when="setup")])
-    assert got["SCORE-1"].verdict == "not tested" and got["SCORE-1"].reasons == ["not tested: needs a kind cluster on this host"]
+    assert got["SCORE-1"].verdict == "not tested" and got["SCORE-1"].reasons == ["needs a kind cluster on this host"]
 
 
 def test_a_stage_that_did_not_run_is_the_reason_its_ids_are_not_tested():
@@ -228,3 +228,10 @@ def test_the_run_s_junit_is_every_stage_s_in_one_document_named_by_stage(tmp_pat
     root = ET.parse(junit.merge(tmp_path, tmp_path / "junit.xml")).getroot()
     assert [s.get("name") for s in root.findall("testsuite")] == ["kep5004 dra cluster", "kep5004 parallel"]
     assert root.find(".//property[@name='requirements']").get("value") == "ALLOC-1"
+
+
+def test_one_reason_shared_by_several_tests_is_said_once_naming_them():
+    got = by_id([record(f"t::p{i}", "passed", ["CTR-1"], [("CTR-1", "not tested", "the probe names requests")])
+                 for i in range(3)])
+    assert got["CTR-1"].verdict == "not tested"
+    assert got["CTR-1"].reasons == ["t::p0, t::p1, t::p2: the probe names requests"]
