@@ -6,7 +6,7 @@ One device per pod; at most six pods at a time stay within a node's eight device
 previous test's namespace is still being deleted."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import pytest
 
@@ -75,7 +75,7 @@ def check_hit_preparation(check: Checks, rid: str, in_window: list[str], what: s
 
 
 def driver_killed_while_preparing(target, check: Checks, namespace: str, node: str, kill: Callable[[Obj], None],
-                                  how: str) -> None:
+                                  how: str, held_at_start: Mapping[str, frozenset[str]]) -> None:
     """FAULT-1: pods served, more arriving, and the driver's pods on `node` ended by `kill` as soon
     as one arriving pod is bound (its claims being prepared); then the convergence oracle."""
     api = target.api
@@ -86,4 +86,4 @@ def driver_killed_while_preparing(target, check: Checks, namespace: str, node: s
         kill(driver)
     check_hit_preparation(check, "FAULT-1", in_preparation_window(api, namespace), f"the driver {how}")
     recovery.converged(target, check, "FAULT-1", namespace, RUNNING + ARRIVING,
-                       after=f"the driver on {node} {how} while preparing claims")
+                       after=f"the driver on {node} {how} while preparing claims", held_at_start=held_at_start)

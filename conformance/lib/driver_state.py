@@ -33,6 +33,19 @@ def held_claims(api: Api, profile: Profile, node: str) -> set[str]:
                                                    list(state.command), state.container)) for p in running))
 
 
+def held_on_nodes(api: Api, profile: Profile, nodes: list[str]) -> dict[str, frozenset[str]]:
+    """node -> claim UIDs the driver holds prepared there now (none where it cannot be read)."""
+    if profile.node_state is None:
+        return {}
+    held = {}
+    for node in nodes:
+        try:
+            held[node] = frozenset(held_claims(api, profile, node))
+        except AssertionError:  # no running driver pod on the node
+            held[node] = frozenset()
+    return held
+
+
 @dataclass(frozen=True)
 class Held:
     """The driver's state on `node` read while the claims' pods still ran."""

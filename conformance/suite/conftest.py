@@ -18,7 +18,8 @@ from clusters.nodes import KindNodes
 from clusters.shell import CommandError
 from clusters.versions import KubeVersion
 from conformance.catalogue import requirement
-from conformance.lib import cleanup, diagnostics, preflight, profile as profiles
+from conformance.lib import cleanup, diagnostics, driver_state, preflight, profile as profiles
+from conformance.lib.driver_setup import dra_nodes
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
 from conformance.report.markers import requirement_ids
@@ -162,6 +163,13 @@ def module_namespace(request: pytest.FixtureRequest, target: Target) -> Iterator
     session = request.session
     failures_before = session.testsfailed
     yield from _test_namespace(request, target, lambda: session.testsfailed > failures_before)
+
+
+@pytest.fixture
+def held_at_start(target: Target) -> dict[str, frozenset[str]]:
+    """Claims the driver holds prepared on each DRA node as the test begins (its profile's
+    nodeState): what earlier tests or workloads left is not the test's to judge."""
+    return driver_state.held_on_nodes(target.api, target.profile, dra_nodes(target.api, target.profile))
 
 
 def nodes_on_this_host(target: Target) -> KindNodes:

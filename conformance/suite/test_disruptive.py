@@ -40,18 +40,19 @@ def node(target: Target) -> str:
 
 @pytest.mark.requirement("FAULT-1")
 def test_pods_are_served_after_the_driver_pod_is_deleted_while_preparing(target: Target, check: Checks,
-                                                                         namespace: str, node: str) -> None:
+                                                                         namespace: str, node: str,
+                                                                         held_at_start: dict[str, frozenset[str]]) -> None:
     pods_api = target.api.resource("v1", "Pod")
     driver_killed_while_preparing(target, check, namespace, node,
                                   lambda driver: pods_api.delete(name=driver["metadata"]["name"],
                                                                  namespace=driver["metadata"]["namespace"],
                                                                  body={"gracePeriodSeconds": 0}),
-                                  "pod was deleted (grace period 0)")
+                                  "pod was deleted (grace period 0)", held_at_start)
 
 
 @pytest.mark.requirement("FAULT-7")
 def test_pods_are_served_after_their_node_is_drained_and_uncordoned(target: Target, check: Checks, namespace: str,
-                                                                    node: str) -> None:
+                                                                    node: str, held_at_start: dict[str, frozenset[str]]) -> None:
     api = target.api
     before = start_served(target, check, "FAULT-7", namespace, node)
     api.cordon(node)
@@ -67,4 +68,5 @@ def test_pods_are_served_after_their_node_is_drained_and_uncordoned(target: Targ
     finally:
         api.cordon(node, False)
     arrive(target, namespace, node, ARRIVING[1:])
-    recovery.converged(target, check, "FAULT-7", namespace, ARRIVING, after=f"{node} was drained and uncordoned")
+    recovery.converged(target, check, "FAULT-7", namespace, ARRIVING, after=f"{node} was drained and uncordoned",
+                       held_at_start=held_at_start)

@@ -62,3 +62,46 @@ def test_only_pods_whose_leftover_claim_the_scheduler_deleted_are_left_for_its_p
                pod("not-tried-yet", "u4")], [])
     assert recovery.left_for_periodic_retry(api, "ns", ["stalled", "short-of-devices", "claim-found-not-deleted",
                                                         "not-tried-yet", "gone"]) == ["stalled"]
+
+
+class DriverState(Api):
+    """Api, plus one running driver pod per node whose state command lists `held`."""
+
+    def __init__(self, pods: list[dict], claims: list[dict], held: list[str]) -> None:
+        super().__init__(pods, claims)
+        self.held = held
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, **selectors: str) -> list[dict]:
+        if namespace == "drv":
+            return [{"metadata": {"namespace": "drv", "name": "plugin"}, "status": {"phase": "Running"}}]
+        return super().list(api_version, kind, namespace)
+
+    def exec(self, namespace: str, name: str, command: list[str], container: str | None = None) -> str:
+        return "".join(f"prepared {uid}\n" for uid in self.held)
+
+
+def test_the_driver_is_judged_on_claims_it_came_to_hold_during_the_test_only(monkeypatch) -> None:
+    """A claim left prepared before the test (an earlier test's, a workload's) is not the test's
+    failure; one of the test's own, gone but still held, is."""
+    import dataclasses
+    import re
+    from conformance.lib.checks import Check, Checks
+    from conformance.lib.profile import NodeState, load
+    from conformance.lib.scenario import Served
+    monkeypatch.setattr(recovery, "wait_for", lambda probe, **kw: probe() or (_ for _ in ()).throw(
+        AssertionError(f"{kw['what']}: {kw['describe']()}")))
+    profile = dataclasses.replace(load("fake-gpu"), driver_namespace="drv", node_state=NodeState(
+        ("cat",), re.compile(r"prepared (?P<uid>\S+)"), "app=plugin"))
+    running = claim("ns", "c-run", "p-uid", ["gpu-0"]) | {"metadata": {"name": "c-run", "uid": "run"}}
+    served = [Served(pod("p", "p-uid", "node-a"), running, {})]
+
+    def judged(held: list[str]) -> list[Check]:
+        target = type("Target", (), {"api": DriverState([], [running], held), "profile": profile})()
+        checks: list[Check] = []
+        recovery.check_driver_holds_its_pods_claims(target, Checks({"FAULT-1"}, checks.append), "FAULT-1", served,
+                                                    "the fault", {"node-a": frozenset({"old"})})
+        return checks
+
+    assert [c.verdict for c in judged(["run", "old"])] == ["passed"]
+    failed = judged(["run", "old", "leaked"])
+    assert [c.verdict for c in failed] == ["failed"] and "stale ['leaked']" in failed[0].message

@@ -90,27 +90,28 @@ def running_promptly(target: Target, check: Checks, rid: str, namespace: str, na
 
 @pytest.mark.requirement("FAULT-1")
 def test_pods_are_served_after_the_driver_is_killed_while_preparing(target: Target, check: Checks, namespace: str,
-                                                                      worker: Node) -> None:
+                                                                      worker: Node, held_at_start: dict[str, frozenset[str]]) -> None:
     driver_killed_while_preparing(target, check, namespace, worker.name,
                                   lambda driver: faults.kill_pod(worker, driver["metadata"]["uid"]),
-                                  "was killed (SIGKILL)")
+                                  "was killed (SIGKILL)", held_at_start)
 
 
 @pytest.mark.requirement("FAULT-2")
 def test_pods_keep_their_devices_when_the_kubelet_restarts(target: Target, check: Checks, namespace: str,
-                                                           worker: Node) -> None:
+                                                           worker: Node, held_at_start: dict[str, frozenset[str]]) -> None:
     before = start_served(target, check, "FAULT-2", namespace, worker.name)
     worker.restart_kubelet()
     arrive(target, namespace, worker.name)
     after = f"the kubelet of {worker.name} restarted"
     survivors.check_unchanged(target, check, before, "FAULT-2", after)
-    recovery.converged(target, check, "FAULT-2", namespace, RUNNING + ARRIVING, after=after)
+    recovery.converged(target, check, "FAULT-2", namespace, RUNNING + ARRIVING, after=after,
+                       held_at_start=held_at_start)
 
 
 @pytest.mark.requirement("FAULT-3")
 def test_a_batch_is_served_when_the_scheduler_crashes_while_binding(target: Target, check: Checks, namespace: str,
                                                                      worker: Node, kind_nodes: KindNodes,
-                                                                     record_property) -> None:
+                                                                     record_property, held_at_start: dict[str, frozenset[str]]) -> None:
     api = target.api
     batch = RUNNING + ARRIVING
     control_plane = kind_nodes.control_planes[0]
@@ -126,12 +127,13 @@ def test_a_batch_is_served_when_the_scheduler_crashes_while_binding(target: Targ
     record_property("unbound pods with special claims after the crash", json.dumps(left))
     after = "kube-scheduler was killed while the batch was being scheduled"
     after = running_promptly(target, check, "FAULT-3", namespace, batch, after, control_plane)
-    recovery.converged(target, check, "FAULT-3", namespace, batch, after=after)
+    recovery.converged(target, check, "FAULT-3", namespace, batch, after=after, held_at_start=held_at_start)
 
 
 @pytest.mark.requirement("FAULT-4")
 def test_claims_are_collected_when_the_controller_manager_crashes_during_deletion(
-        target: Target, check: Checks, namespace: str, worker: Node, kind_nodes: KindNodes) -> None:
+        target: Target, check: Checks, namespace: str, worker: Node, kind_nodes: KindNodes,
+        held_at_start: dict[str, frozenset[str]]) -> None:
     api = target.api
     start_served(target, check, "FAULT-4", namespace, worker.name)
     for name in RUNNING:
@@ -141,18 +143,19 @@ def test_claims_are_collected_when_the_controller_manager_crashes_during_deletio
     # oracle checks that the deleted pods' special claims are collected either way.
     arrive(target, namespace, worker.name)
     recovery.converged(target, check, "FAULT-4", namespace, ARRIVING,
-                       after="kube-controller-manager was killed while pods were deleted")
+                       after="kube-controller-manager was killed while pods were deleted", held_at_start=held_at_start)
 
 
 @pytest.mark.requirement("FAULT-5")
 def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(target: Target, check: Checks,
-                                                                         namespace: str, worker: Node) -> None:
+                                                                         namespace: str, worker: Node,
+                                                                         held_at_start: dict[str, frozenset[str]]) -> None:
     # A restart ends every process: only pods that restart their containers run again.
     before = start_served(target, check, "FAULT-5", namespace, worker.name, restart="Always")
     faults.restart_machine(target.api, worker)
     after = f"node {worker.name} restarted"
     recovery.wait_restarted(target, check, "FAULT-5", before, after)
-    served = recovery.converged(target, check, "FAULT-5", namespace, RUNNING, after=after)
+    served = recovery.converged(target, check, "FAULT-5", namespace, RUNNING, after=after, held_at_start=held_at_start)
     with check("FAULT-5"):
         kept = {s.name: (s.claim_uid, s.devices) for s in before}
         now = {s.pod["metadata"]["name"]: (s.claim["metadata"]["uid"], allocated_devices(s.claim))
@@ -160,12 +163,14 @@ def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(target:
         assert now == kept, f"after {after}, claims and devices changed: before {kept}, now {now}"
     driver_setup.wait_published(target.api, target.profile)
     arrive(target, namespace, worker.name)
-    recovery.converged(target, check, "FAULT-5", namespace, RUNNING + ARRIVING, after=after)
+    recovery.converged(target, check, "FAULT-5", namespace, RUNNING + ARRIVING, after=after,
+                       held_at_start=held_at_start)
 
 
 @pytest.mark.requirement("FAULT-6")
 def test_service_goes_on_when_the_api_server_is_briefly_down(target: Target, check: Checks, namespace: str,
-                                                            worker: Node, kind_nodes: KindNodes) -> None:
+                                                            worker: Node, kind_nodes: KindNodes,
+                                                            held_at_start: dict[str, frozenset[str]]) -> None:
     before = start_served(target, check, "FAULT-6", namespace, worker.name)
     faults.kill_component(kind_nodes.control_planes[0], "kube-apiserver")
     after = "kube-apiserver was killed and came back"
@@ -178,4 +183,5 @@ def test_service_goes_on_when_the_api_server_is_briefly_down(target: Target, che
     # in the middle of serving the arriving pods.
     after = running_promptly(target, check, "FAULT-6", namespace, RUNNING + ARRIVING, after,
                              kind_nodes.control_planes[0])
-    recovery.converged(target, check, "FAULT-6", namespace, RUNNING + ARRIVING, after=after)
+    recovery.converged(target, check, "FAULT-6", namespace, RUNNING + ARRIVING, after=after,
+                       held_at_start=held_at_start)
