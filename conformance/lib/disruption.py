@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from conformance.lib import pods, recovery, scenario, survivors
+from conformance.lib import driver_state, pods, recovery, scenario, survivors
 from conformance.lib.checks import Checks
 from kube.api import Api, Obj
 from kube.waits import wait_for
@@ -77,9 +77,11 @@ def check_hit_preparation(check: Checks, rid: str, in_window: list[str], what: s
 def driver_killed_while_preparing(target, check: Checks, namespace: str, node: str, kill: Callable[[Obj], None],
                                   how: str, held_at_start: Mapping[str, frozenset[str]]) -> None:
     """FAULT-1: pods served, more arriving, and the driver's pods on `node` ended by `kill` as soon
-    as one arriving pod is bound (its claims being prepared); then the convergence oracle."""
+    as one arriving pod is bound (its claims being prepared); then the convergence oracle, and
+    the pods served before the end deleted: the driver that came back must unprepare claims its
+    predecessor prepared (one that kept them in memory only cannot)."""
     api = target.api
-    start_served(target, check, "FAULT-1", namespace, node)
+    before = start_served(target, check, "FAULT-1", namespace, node)
     arrive(target, namespace, node)
     wait_one_bound(api, namespace, node)
     for driver in driver_pods_on(target, node):
@@ -87,3 +89,10 @@ def driver_killed_while_preparing(target, check: Checks, namespace: str, node: s
     check_hit_preparation(check, "FAULT-1", in_preparation_window(api, namespace), f"the driver {how}")
     recovery.converged(target, check, "FAULT-1", namespace, RUNNING + ARRIVING,
                        after=f"the driver on {node} {how} while preparing claims", held_at_start=held_at_start)
+    held = driver_state.held_before(api, target.profile, node, [snap.claim_uid for snap in before])
+    for snap in before:
+        api.delete("v1", "Pod", snap.name, namespace)
+    with check("FAULT-1"):
+        for snap in before:
+            pods.wait_gone(api, "v1", "Pod", snap.name, namespace, timeout=120)
+    driver_state.check_released(api, target.profile, check, "FAULT-1", held)
