@@ -68,8 +68,10 @@ JOBS ?= 3
 conformance: images
 	$(PY) -m conformance.run --profile $(PROFILES) --jobs $(JOBS) $(ARGS)
 
-# A vendor's certification rehearsed on kind (driver installed by hand, restricted ServiceAccount,
-# in-cluster Job, hydrophone): the verdicts of every way must agree. Default version only.
+# A vendor's certification rehearsed on kind with a driver no one here wrote (Kubernetes' DRA test
+# driver, installed by hand; ARGS="--driver example-gpu" for the fake one), the disruptive tests
+# included, restricted ServiceAccount, in-cluster Job, hydrophone: the verdicts of every way must
+# agree. Default version only.
 vendor-check: VERSIONS = $(DEFAULT_VERSION)
 vendor-check: images
 	$(PY) -m conformance.vendor_check $(ARGS)

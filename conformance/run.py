@@ -550,7 +550,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="kind mode: a version's clusters one after the other, not the in-place stages' cluster "
                         "alongside the others (less memory and CPU at once, a longer run)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
-    p.add_argument("--disruptive", action="store_true",
+    # Also --disruptive=true: hydrophone hands its --extra-args on only in --key=value form.
+    p.add_argument("--disruptive", nargs="?", const=True, default=False, type=_boolean, metavar="true|false",
                    help="with --kubeconfig: also run the disruptive tests in the serial stage (the driver's pod on a "
                         "node deleted while preparing, a node drained of the suite's pods and uncordoned); always "
                         "on kind")
@@ -605,6 +606,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         log("interrupted: partial summaries written, clusters deleted (unless --keep)")
         return 130
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return text.lower() == "true"
 
 
 def load_profiles(text: str) -> list[tuple[str, profiles.Profile]]:

@@ -110,3 +110,11 @@ def test_vendor_check_counts_what_the_suite_left_but_not_the_driver_pods_it_roll
     after = {"Pod": ["fake-gpu-driver/dra-b", "kube-system/x", "kep5004-1/p"], "Namespace": ["default", "kep5004-1"]}
     assert left_behind(before, after, "fake-gpu-driver") == {"Pod": ["kep5004-1/p"], "Namespace": ["kep5004-1"]}
     assert left_behind(before, before, "fake-gpu-driver") == {}
+
+
+def test_a_rehearsal_holds_only_where_the_suite_fails_exactly_the_driver_known_defects():
+    from conformance.vendor_check import against_known_defects
+    known = {"KUBELET-1": "leaks after a restart"}
+    assert not any(against_known_defects({"KUBELET-1": "failed", "NAME-1": "passed"}, known).values())
+    assert against_known_defects({"KUBELET-1": "passed", "NAME-1": "failed", "CTR-1": "error"}, known) == {
+        "failed, not a known defect": ["NAME-1"], "known defect not found": ["KUBELET-1"], "error": ["CTR-1"]}
