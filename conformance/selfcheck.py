@@ -37,6 +37,7 @@ from kube.waits import wait_for
 HEADLINE = "test_pod_asking_for_two_devices_runs_with_them"
 SERVED = f"{HEADLINE} or test_each_container_sees_exactly_its_devices"
 UNPREPARE = "test_deleting_the_pod_deletes_its_claim"
+DRIVER_UPDATE = "test_rolling_driver_update_keeps_pods_served"
 MIXED = "test_deployment_spread_over_a_device_plugin_node_and_a_dra_node"
 DOUBLE_BOOKING = "test_pods_on_the_device_plugin_node_at_once_see_devices_of_their_own"
 
@@ -59,6 +60,8 @@ EXPECTED: dict[str, Expectation] = {
     "slice-wrong-id": Expectation(frozenset({"CTR-1"})),
     "slice-missing-device": Expectation(preflight="devices"),
     "no-unprepare": Expectation(frozenset({"KUBELET-1"}), tests=UNPREPARE),
+    # Only a claim prepared before the driver's pod was replaced shows it.
+    "forgets-prepared-on-restart": Expectation(frozenset({"KUBELET-1"}), tests=DRIVER_UPDATE),
     # The kubelet's prepare fails again and again: the driver's (KUBELET-1), not NAME-1's wait.
     "fail-multi-device-prepare": Expectation(frozenset({"KUBELET-1"}), tests=HEADLINE),
     # Each pod alone sees one device: only two at once on the node show the double booking.

@@ -27,6 +27,9 @@ DEFECTS: dict[str, tuple[str, str]] = {
         "slices", "the ResourceSlice publishes one device fewer than the node has"),
     "no-unprepare": (
         "lifecycle", "NodeUnprepareResources reports success but keeps the claim prepared (CDI spec and checkpoint leak)"),
+    "forgets-prepared-on-restart": (
+        "lifecycle", "NodeUnprepareResources does nothing for a claim this process did not prepare: after a restart, "
+                     "claims prepared before it keep their CDI spec and checkpoint entry for good"),
     "fail-multi-device-prepare": (
         "lifecycle", "NodePrepareResources fails every claim with more than one device"),
     "cdi-unknown-id": (

@@ -53,6 +53,7 @@ class ClaimPreparer:
         self._lock = threading.Lock()  # the kubelet may call concurrently; one checkpoint file
         self._defects = defects
         self._exposure = exposure  # fake_driver.exposure: how containers are told their devices
+        self._prepared_here: set[str] = set()  # claim UIDs this process prepared (for a defect)
 
     def spec_path(self, claim_uid: str) -> Path:
         return self._kind.spec_path(self._cdi_dir, claim_uid)
@@ -68,6 +69,7 @@ class ClaimPreparer:
                 if ref.uid not in self._checkpoint.claims:
                     self._checkpoint.claims[ref.uid] = claim
                     self._checkpoint.save()
+                self._prepared_here.add(ref.uid)
             return PrepareResult(devices=devices)
         except PrepareError as exc:
             return PrepareResult(error=f"claim {ref.namespace}/{ref.name} ({ref.uid}): {exc}")
@@ -75,6 +77,8 @@ class ClaimPreparer:
     def unprepare(self, ref: ClaimRef) -> None:
         """Needs only the UID, so it also works for claims a lost checkpoint forgot about."""
         if "no-unprepare" in self._defects:
+            return
+        if "forgets-prepared-on-restart" in self._defects and ref.uid not in self._prepared_here:
             return
         with self._lock:
             cdi.remove_spec(self.spec_path(ref.uid))

@@ -366,3 +366,23 @@ def test_lifecycle_defects(make_config, api):
         assert "fail-multi-device-prepare" in prepare(refuses, VERSIONS[0]).claims[UID].error
     finally:
         refuses.shutdown()
+
+
+def test_a_driver_that_forgets_on_restart_leaks_only_what_its_predecessor_prepared(make_config, api):
+    config = make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_DEFECTS="forgets-prepared-on-restart")
+    first = DraPlugin(config, api, resync_seconds=3600)
+    first.start()
+    try:
+        prepare(first, VERSIONS[0])
+    finally:
+        first.shutdown()
+    second = DraPlugin(config, api, resync_seconds=3600)  # the same node, a new process
+    second.start()
+    try:
+        unprepare(second, VERSIONS[0])
+        assert second.preparer.spec_path(UID).exists() and UID in Checkpoint(second.config.checkpoint_path).claims
+        prepare(second, VERSIONS[0])  # prepared by this process: released as it should be
+        unprepare(second, VERSIONS[0])
+        assert not second.preparer.spec_path(UID).exists()
+    finally:
+        second.shutdown()
