@@ -21,14 +21,23 @@ def labelled(obj: Obj) -> Obj:
     return obj
 
 
-def new_namespace(api: Api, name: str) -> None:
+def new_namespace(api: Api, name: str, pull_secret: tuple[str, str] | None = None) -> None:
     """Create the labelled namespace `name`, ready for pods: the API server refuses pods (403,
     "serviceaccount default not found") until kube-controller-manager has made the namespace's
     default ServiceAccount, which takes longer while that controller restarts or the host is
-    loaded (seen on 1.37.2 right after etcd restarted, session 15)."""
+    loaded (seen on 1.37.2 right after etcd restarted). pull_secret: (namespace, name) of a Secret
+    copied in and named by that ServiceAccount, so every pod there pulls images with it."""
     api.create(labelled({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
     wait_for(lambda: api.get("v1", "ServiceAccount", "default", name), timeout=120, interval=0.2,
              transient=TRANSIENT_ERRORS, what=f"the default ServiceAccount of namespace {name}")
+    if pull_secret:
+        source = api.get("v1", "Secret", pull_secret[1], pull_secret[0])
+        assert source is not None, f"the workload image's pull secret {pull_secret[0]}/{pull_secret[1]} does not exist"
+        api.create({"apiVersion": "v1", "kind": "Secret", "type": source.get("type"), "data": source.get("data"),
+                    "metadata": {"name": pull_secret[1]}}, name)
+        api.resource("v1", "ServiceAccount").patch(name="default", namespace=name,
+                                                   body={"imagePullSecrets": [{"name": pull_secret[1]}]},
+                                                   content_type="application/merge-patch+json")
 
 
 def leftovers(api: Api) -> list[str]:

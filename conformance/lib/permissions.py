@@ -66,6 +66,14 @@ REQUIRED: tuple[Permission, ...] = (
 RELABEL_NODES = Permission("patch", "nodes", why="nodeModes: the migration tests relabel nodes")
 
 
+# Only for profiles whose workload image needs a pull secret: copied into each test namespace and
+# named by its default ServiceAccount.
+PULL_SECRET = (Permission("get", "secrets", why="workloadImagePullSecret: read from its namespace"),
+               Permission("create", "secrets", why="workloadImagePullSecret: copied into each test namespace"),
+               Permission("patch", "serviceaccounts", why="workloadImagePullSecret: named by each test namespace's "
+                                                          "default ServiceAccount"))
+
+
 # Only when the disruptive tests are asked for (--disruptive): they delete the driver's pod on a
 # node (delete pods, already needed) and drain a node of the suite's pods.
 DISRUPT = (Permission("create", "pods", subresource="eviction", why="--disruptive: a node drained of the suite's pods"),
@@ -74,7 +82,8 @@ DISRUPT = (Permission("create", "pods", subresource="eviction", why="--disruptiv
 
 def required(profile: Profile, disruptive: bool = False) -> tuple[Permission, ...]:
     """What the suite needs for this profile's driver (and for the disruptive tests, if asked)."""
-    extra = ((RELABEL_NODES,) if profile.node_modes else ()) + (DISRUPT if disruptive else ())
+    extra = (((RELABEL_NODES,) if profile.node_modes else ()) + (PULL_SECRET if profile.workload_pull_secret else ())
+             + (DISRUPT if disruptive else ()))
     seen = {str(p) for p in REQUIRED}
     return REQUIRED + tuple(p for p in extra if not (str(p) in seen or seen.add(str(p))))
 

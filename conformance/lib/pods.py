@@ -20,7 +20,7 @@ def container(name: str, profile: Profile, resources: dict[str, int], command: s
               restart_always: bool = False) -> Obj:
     """A container of the profile's workload image asking for `resources` the usual way (integer
     limits only); by default it runs the profile's probe, then sleeps."""
-    c: Obj = {"name": name, "image": profile.workload_image, "imagePullPolicy": "IfNotPresent",
+    c: Obj = {"name": name, "image": profile.workload_image, "imagePullPolicy": profile.workload_pull_policy,
               "command": ["sh", "-c", command or f"{profile.probe.shell}; {SLEEP}"],
               "resources": {"limits": {k: str(v) for k, v in resources.items()}}}
     if restart_always:

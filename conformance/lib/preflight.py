@@ -146,7 +146,7 @@ def selector_items(api: Api, profile: Profile, timeout: float = 90) -> list[Item
     if not nodes or api.get(RESOURCE_API, "DeviceClass", profile.device_class) is None:
         return []  # named by the devices and deviceclass items
     namespace = f"kep5004-preflight-{uuid.uuid4().hex[:8]}"
-    cleanup.new_namespace(api, namespace)
+    cleanup.new_namespace(api, namespace, profile.workload_pull_secret)
     try:
         for node in nodes:
             # A claim holds at most CLAIM_LIMIT devices: on a node with more, that many must be selectable.
@@ -157,7 +157,8 @@ def selector_items(api: Api, profile: Profile, timeout: float = 90) -> list[Item
                          "deviceClassName": profile.device_class, **mode}}]}}}
             api.create(claim, namespace)
             canary = pods.pod(f"canary-{node}"[:63], [{"name": "hold", "image": profile.workload_image,
-                                                       "imagePullPolicy": "IfNotPresent", "command": ["sleep", "3600"],
+                                                       "imagePullPolicy": profile.workload_pull_policy,
+                                                       "command": ["sleep", "3600"],
                                                        "resources": {"claims": [{"name": "all"}]}}])
             canary["spec"]["resourceClaims"] = [{"name": "all", "resourceClaimName": claim["metadata"]["name"]}]
             canary["spec"]["affinity"] = pods.only_on([node])

@@ -133,6 +133,9 @@ class Profile:
     fake_driver_exposure: str = "files"  # deploy: fake-driver only (fake_driver.exposure)
     workloads: Path | None = None  # directory of the profile's stored workloads
     product: dict[str, str] = field(default_factory=dict)  # PRODUCT.yaml fields of a submission
+    workload_pull_policy: str = "IfNotPresent"
+    # (namespace, name) of the Secret the workload image is pulled with; copied into each test namespace
+    workload_pull_secret: tuple[str, str] | None = None
 
     @property
     def implicit_resource_name(self) -> str:
@@ -268,6 +271,8 @@ def _parse(raw: dict, path: Path) -> Profile:
         fake_driver_exposure=raw.get("fakeDriver", {}).get("exposure", "files"),
         workloads=_workloads_dir(raw.get("workloads"), path),
         product=dict(raw.get("product") or {}),
+        workload_pull_policy=raw.get("workloadImagePullPolicy", "IfNotPresent"),
+        workload_pull_secret=(secret := raw.get("workloadImagePullSecret")) and (secret["namespace"], secret["name"]),
     )
 
 

@@ -141,7 +141,7 @@ def _test_namespace(request: pytest.FixtureRequest, target: Target, failed: Call
         # held, leaving no room for the pod it was meant to attract.
         cleanup.wait_devices_released(target.api, target.profile.driver)
     name = f"kep5004-{uuid.uuid4().hex[:10]}"
-    cleanup.new_namespace(target.api, name)
+    cleanup.new_namespace(target.api, name, target.profile.workload_pull_secret)
     yield name
     if failed():
         dest = request.config.getoption("--diagnostics-dir") / diagnostics.safe_name(request.node.nodeid)

@@ -176,7 +176,7 @@ def test_ephemeral_containers_get_no_devices(target: Target, check: Checks, name
     # The probe runs at start and the suite marks its end with the probe's exit status, in words no
     # profile's probe prints: probe_container reads an ephemeral container's log (it execs only
     # into init and regular containers), and "sees nothing" must still be the profile's own sign.
-    debug = {"name": "debug", "image": p.workload_image, "imagePullPolicy": "IfNotPresent",
+    debug = {"name": "debug", "image": p.workload_image, "imagePullPolicy": p.workload_pull_policy,
              "command": ["sh", "-c", f"{p.probe.shell}; echo {PROBE_END}$?; {pods.SLEEP}"]}
     with check("CTR-4"):
         with_gpu = {**debug, "name": "debug-gpu", "resources": {"limits": {p.extended_resource_name: "1"}}}

@@ -81,3 +81,42 @@ def test_a_namespace_whose_service_account_never_comes_times_out_by_name() -> No
             cleanup.new_namespace(NewNamespaces(lag=10**9), "kep5004-x")
     finally:
         set_timeout_scale(1.0)
+
+
+class WithPullSecret:
+    """A cluster whose `drv/regcred` Secret exists and whose new namespaces get their ServiceAccount at once."""
+
+    def __init__(self) -> None:
+        self.created: list[tuple[dict, str | None]] = []
+        self.patched: list[dict] = []
+
+    def create(self, obj: dict, namespace: str | None = None) -> dict:
+        self.created.append((obj, namespace))
+        return obj
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        if kind == "Secret":
+            return {"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}} \
+                if (namespace, name) == ("drv", "regcred") else None
+        return {"metadata": {"name": name}}
+
+    def resource(self, api_version: str, kind: str):
+        patched = self.patched
+
+        class Resource:
+            def patch(self, **kwargs) -> None:
+                patched.append({"kind": kind, **kwargs})
+        return Resource()
+
+
+def test_a_pull_secret_is_copied_in_and_named_by_the_default_service_account() -> None:
+    api = WithPullSecret()
+    cleanup.new_namespace(api, "kep5004-x", ("drv", "regcred"))
+    secret, namespace = api.created[1]
+    assert namespace == "kep5004-x" and secret["metadata"]["name"] == "regcred"
+    assert secret["type"] == "kubernetes.io/dockerconfigjson" and secret["data"] == {".dockerconfigjson": "e30="}
+    assert api.patched == [{"kind": "ServiceAccount", "name": "default", "namespace": "kep5004-x",
+                            "body": {"imagePullSecrets": [{"name": "regcred"}]},
+                            "content_type": "application/merge-patch+json"}]
+    with pytest.raises(AssertionError, match="pull secret drv/missing does not exist"):
+        cleanup.new_namespace(WithPullSecret(), "kep5004-y", ("drv", "missing"))

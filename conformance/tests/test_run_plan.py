@@ -70,3 +70,14 @@ def test_the_disruptive_permissions_are_asked_for_only_with_the_disruptive_tests
     assert {"create pods/eviction", "patch nodes"} <= {str(p) for p in disruptive}
     assert "create pods/eviction" not in {str(p) for p in plain}
     assert len({str(p) for p in permissions.required(load("fake-gpu"), True)}) == len(permissions.required(load("fake-gpu"), True))
+
+
+def test_secret_permissions_are_asked_for_only_with_a_workload_pull_secret():
+    import dataclasses
+    from conformance.lib import permissions
+    from conformance.lib.profile import load
+    plain = load("example-gpu")
+    with_secret = dataclasses.replace(plain, workload_pull_secret=("drv", "regcred"))
+    wanted = {"get secrets", "create secrets", "patch serviceaccounts"}
+    assert wanted <= {str(p) for p in permissions.required(with_secret)}
+    assert not wanted & {str(p) for p in permissions.required(plain)}
