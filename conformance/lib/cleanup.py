@@ -21,13 +21,15 @@ def labelled(obj: Obj) -> Obj:
     return obj
 
 
-def new_namespace(api: Api, name: str, pull_secret: tuple[str, str] | None = None) -> None:
+def new_namespace(api: Api, name: str, pull_secret: tuple[str, str] | None = None, privileged: bool = False) -> None:
     """Create the labelled namespace `name`, ready for pods: the API server refuses pods (403,
     "serviceaccount default not found") until kube-controller-manager has made the namespace's
     default ServiceAccount, which takes longer while that controller restarts or the host is
     loaded (seen on 1.37.2 right after etcd restarted). pull_secret: (namespace, name) of a Secret
-    copied in and named by that ServiceAccount, so every pod there pulls images with it."""
-    api.create(labelled({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+    copied in and named by that ServiceAccount, so every pod there pulls images with it.
+    privileged: Pod Security admits privileged pods there (node access)."""
+    security = {"pod-security.kubernetes.io/enforce": "privileged"} if privileged else {}
+    api.create(labelled({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": security}}))
     wait_for(lambda: api.get("v1", "ServiceAccount", "default", name), timeout=120, interval=0.2,
              transient=TRANSIENT_ERRORS, what=f"the default ServiceAccount of namespace {name}")
     if pull_secret:

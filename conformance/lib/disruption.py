@@ -74,6 +74,19 @@ def check_hit_preparation(check: Checks, rid: str, in_window: list[str], what: s
         check.not_tested(rid, f"{what} after every arriving pod was running: no preparation was in progress")
 
 
+def kubelet_restarted(target, check: Checks, namespace: str, node: str, restart: Callable[[], None],
+                      held_at_start: Mapping[str, frozenset[str]]) -> None:
+    """FAULT-2: pods served, the kubelet of `node` restarted by `restart`, more pods arriving: the
+    pods served before keep their containers and devices, and everything converges."""
+    before = start_served(target, check, "FAULT-2", namespace, node)
+    restart()
+    arrive(target, namespace, node)
+    after = f"the kubelet of {node} restarted"
+    survivors.check_unchanged(target, check, before, "FAULT-2", after)
+    recovery.converged(target, check, "FAULT-2", namespace, RUNNING + ARRIVING, after=after,
+                       held_at_start=held_at_start)
+
+
 def driver_killed_while_preparing(target, check: Checks, namespace: str, node: str, kill: Callable[[Obj], None],
                                   how: str, held_at_start: Mapping[str, frozenset[str]]) -> None:
     """FAULT-1: pods served, more arriving, and the driver's pods on `node` ended by `kill` as soon

@@ -96,6 +96,15 @@ class NodeState:
 
 
 @dataclass(frozen=True)
+class NodeAccess:
+    """Capability: the suite may run a privileged pod in the host's PID namespace on a node, to
+    restart its kubelet (`restart_kubelet`, run there)."""
+    image: str
+    restart_kubelet: tuple[str, ...] = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--",
+                                        "systemctl", "restart", "kubelet")
+
+
+@dataclass(frozen=True)
 class NodeModeLabel:
     """Capability: the driver's two plugins follow one node label, so a test can move a node between
     the device plugin and DRA. Modes are "dra", "device-plugin" and "both"."""
@@ -133,6 +142,7 @@ class Profile:
     fake_driver_exposure: str = "files"  # deploy: fake-driver only (fake_driver.exposure)
     workloads: Path | None = None  # directory of the profile's stored workloads
     product: dict[str, str] = field(default_factory=dict)  # PRODUCT.yaml fields of a submission
+    node_access: NodeAccess | None = None  # capability: see NodeAccess
     workload_pull_policy: str = "IfNotPresent"
     # (namespace, name) of the Secret the workload image is pulled with; copied into each test namespace
     workload_pull_secret: tuple[str, str] | None = None
@@ -271,6 +281,7 @@ def _parse(raw: dict, path: Path) -> Profile:
         fake_driver_exposure=raw.get("fakeDriver", {}).get("exposure", "files"),
         workloads=_workloads_dir(raw.get("workloads"), path),
         product=dict(raw.get("product") or {}),
+        node_access=_node_access(raw.get("nodeAccess"), raw["workloadImage"]),
         workload_pull_policy=raw.get("workloadImagePullPolicy", "IfNotPresent"),
         workload_pull_secret=(secret := raw.get("workloadImagePullSecret")) and (secret["namespace"], secret["name"]),
     )
@@ -284,6 +295,13 @@ def _probe(raw: dict) -> Probe:
                  identifies=raw.get("identifies", "device"), request_template=request_id.get("template", ""),
                  request_replace=re.compile(request_id["replace"]) if "replace" in request_id else None,
                  request_with=request_id.get("with", ""))
+
+
+def _node_access(raw: dict | None, workload_image: str) -> NodeAccess | None:
+    if raw is None:
+        return None
+    command = raw.get("restartKubelet")
+    return NodeAccess(raw.get("image", workload_image), *([tuple(command)] if command else []))
 
 
 def _device_counts(value: int | dict[str, int]) -> dict[str, int]:

@@ -1,18 +1,20 @@
-"""Disruptions made through the API alone, as on any cluster (a vendor's, with --disruptive; always
-on kind): the driver's pod deleted while it prepares claims (FAULT-1), a node drained of the
-suite's pods and uncordoned (FAULT-7). Each with pods served before and pods arriving around it,
-judged by the same convergence oracle as the fault stage (conformance/lib/recovery.py).
+"""Disruptions made through the API, as on any cluster (a vendor's, with --disruptive; always on
+kind): the driver's pod deleted while it prepares claims (FAULT-1), a node drained of the suite's
+pods and uncordoned (FAULT-7), and, where the profile grants node access (a privileged pod in the
+host's namespaces), the node's kubelet restarted (FAULT-2). Each with pods served before and pods
+arriving around it, judged by the same convergence oracle as the fault stage
+(conformance/lib/recovery.py).
 
 Only the suite's own pods are evicted ("drained"): on a vendor's cluster nothing else on the node
-is touched. Restarting a kubelet or a machine needs node access, which these tests do not take
-(the fault stage does that on kind)."""
+is touched. Restarting a machine is left to the fault stage on kind."""
 from __future__ import annotations
 
 import pytest
 
-from conformance.lib import pods, recovery
+from conformance.lib import node_access, pods, recovery
 from conformance.lib.checks import Checks
-from conformance.lib.disruption import ARRIVING, RUNNING, arrive, driver_killed_while_preparing, start_served
+from conformance.lib.disruption import (ARRIVING, RUNNING, arrive, driver_killed_while_preparing, kubelet_restarted,
+                                        start_served)
 from conformance.lib.special_claim import RESOURCE_API
 from conformance.suite.conftest import Target
 
@@ -48,6 +50,15 @@ def test_pods_are_served_after_the_driver_pod_is_deleted_while_preparing(target:
                                                                  namespace=driver["metadata"]["namespace"],
                                                                  body={"gracePeriodSeconds": 0}),
                                   "pod was deleted (grace period 0)", held_at_start)
+
+
+@pytest.mark.requirement("FAULT-2")
+def test_pods_keep_their_devices_when_the_kubelet_restarts(target: Target, check: Checks, namespace: str, node: str,
+                                                           held_at_start: dict[str, frozenset[str]]) -> None:
+    if target.profile.node_access is None:
+        pytest.skip(f"not tested: {node_access.NO_CAPABILITY}")
+    kubelet_restarted(target, check, namespace, node,
+                      lambda: node_access.restart_kubelet(target.api, target.profile, node), held_at_start)
 
 
 @pytest.mark.requirement("FAULT-7")

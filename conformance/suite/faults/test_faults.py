@@ -18,7 +18,8 @@ import pytest
 from clusters import faults
 from clusters.nodes import KindNodes, Node
 from conformance.lib import driver_setup, pods, recovery, survivors
-from conformance.lib.disruption import ARRIVING, RUNNING, arrive, driver_killed_while_preparing, start_served
+from conformance.lib.disruption import (ARRIVING, RUNNING, arrive, driver_killed_while_preparing, kubelet_restarted,
+                                        start_served)
 from conformance.lib.checks import Checks
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices
 from conformance.suite.conftest import Target
@@ -99,13 +100,7 @@ def test_pods_are_served_after_the_driver_is_killed_while_preparing(target: Targ
 @pytest.mark.requirement("FAULT-2")
 def test_pods_keep_their_devices_when_the_kubelet_restarts(target: Target, check: Checks, namespace: str,
                                                            worker: Node, held_at_start: dict[str, frozenset[str]]) -> None:
-    before = start_served(target, check, "FAULT-2", namespace, worker.name)
-    worker.restart_kubelet()
-    arrive(target, namespace, worker.name)
-    after = f"the kubelet of {worker.name} restarted"
-    survivors.check_unchanged(target, check, before, "FAULT-2", after)
-    recovery.converged(target, check, "FAULT-2", namespace, RUNNING + ARRIVING, after=after,
-                       held_at_start=held_at_start)
+    kubelet_restarted(target, check, namespace, worker.name, worker.restart_kubelet, held_at_start)
 
 
 @pytest.mark.requirement("FAULT-3")

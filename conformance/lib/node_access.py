@@ -1,0 +1,77 @@
+"""Node access, where the profile grants it (`nodeAccess`): a privileged pod on a node that
+enters the host's namespaces, as `kubectl debug node/...` makes one, to act on the node itself
+(restart its kubelet) on a cluster the suite cannot reach otherwise.
+
+The pod runs in a namespace of its own that Pod Security lets run privileged pods, and is
+removed with it; a cluster whose policies refuse such a pod fails the test as a setup error
+naming the refusal, never as the requirement under test.
+"""
+from __future__ import annotations
+
+import uuid
+
+from conformance.lib import cleanup, pods
+from conformance.lib.profile import NodeAccess, Profile
+from kube.api import Api, Obj
+from kube.waits import wait_for
+
+NO_CAPABILITY = ("the profile declares no nodeAccess (a privileged pod on a node in the host's namespaces), "
+                 "so the suite cannot act on a node itself")
+
+
+def host_pod(name: str, node: str, access: NodeAccess, pull_policy: str, command: list[str]) -> Obj:
+    """A pod on `node` that runs `command` in the host's PID namespace with every privilege."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeName": node, "hostPID": True, "restartPolicy": "Never",
+                     "tolerations": [{"operator": "Exists"}],
+                     "containers": [{"name": "host", "image": access.image, "imagePullPolicy": pull_policy,
+                                     "command": command, "securityContext": {"privileged": True}}]}}
+
+
+def run_on_node(api: Api, profile: Profile, node: str, command: list[str], what: str, timeout: float = 180) -> Obj:
+    """Run `command` on `node` through the profile's node access; the finished pod (its
+    creationTimestamp is the API server's clock before the command ran). An AssertionError (not
+    a requirement's failure: callers run it outside their checks) if it could not run or exited
+    non-zero."""
+    access = profile.node_access
+    assert access is not None, NO_CAPABILITY
+    namespace = f"kep5004-node-{uuid.uuid4().hex[:8]}"
+    cleanup.new_namespace(api, namespace, profile.workload_pull_secret, privileged=True)
+    try:
+        api.create(host_pod("host", node, access, profile.workload_pull_policy, command), namespace)
+        done = pods.wait_phase(api, namespace, "host", ("Succeeded", "Failed"), timeout=timeout)
+        output = api.logs(namespace, "host", "host")
+        assert done["status"]["phase"] == "Succeeded", \
+            f"{what} on {node} through nodeAccess failed: {pods.summary(api, namespace, 'host')}; output: {output[-400:]!r}"
+        return done
+    finally:
+        api.delete("v1", "Namespace", namespace)
+
+
+def restart_kubelet(api: Api, profile: Profile, node: str) -> None:
+    """Restart the kubelet of `node`, and see that it did: a command that exits 0 without a
+    restart would let a test judge pods that were never disturbed."""
+    access = profile.node_access
+    assert access is not None, NO_CAPABILITY
+    ran = run_on_node(api, profile, node, list(access.restart_kubelet), "restarting the kubelet")
+    since = ran["metadata"]["creationTimestamp"]
+    wait_for(lambda: started_since(api, node, since), timeout=60, interval=1,
+             what=f"the kubelet of {node} to report that it started again after {since} (event reason Starting)",
+             describe=lambda: f"last Starting events: {[_stamp(e) for e in _starting(api, node)][-3:]}")
+
+
+def _starting(api: Api, node: str) -> list[Obj]:
+    """The kubelet's "Starting" events of `node` (one per kubelet start; a repeat updates its time)."""
+    return [e for e in api.list("v1", "Event", "default", field_selector=f"involvedObject.name={node}")
+            if e.get("reason") == "Starting" and (e.get("involvedObject") or {}).get("kind") == "Node"]
+
+
+def _stamp(event: Obj) -> str:
+    """When the event last happened, in the API server's RFC 3339 seconds (comparable as text)."""
+    return max(filter(None, (event.get("lastTimestamp"), event.get("firstTimestamp"),
+                             (event.get("eventTime") or "")[:19] + "Z" if event.get("eventTime") else None,
+                             event["metadata"].get("creationTimestamp"))))
+
+
+def started_since(api: Api, node: str, since: str) -> bool:
+    return any(_stamp(e) >= since for e in _starting(api, node))
