@@ -3,14 +3,14 @@ seconds instead of every second, startup every second instead of every ten.
 
 kubeadm has the kubelet ask etcd, kube-apiserver and kube-scheduler whether they are ready every
 second, the latter two over HTTPS with a new TLS handshake each time. On an idle three-node kind
-cluster that was 1.2 % of a core of its 9.3 % (docs/timings.md, session 15), and the full job
+cluster that was 1.2 % of a core of its 9.3 % (docs/timings.md, 2026-12-05), and the full job
 keeps up to nine clusters alive at once on two cores. Readiness gates only traffic through
 Services and the suite's own waits (which poll every few seconds themselves).
 
 Its startup probes begin 10 s after a container starts and then ask every 10 s, and no
 readiness is judged before one succeeds: every restart of a component (a scheduler
 reconfigured, a gate switched, a version changed, a component killed on purpose) was reported
-Ready 10-20 s after it was serving (session 16: the scoring tests' two scheduler restarts took
+Ready 10-20 s after it was serving (2026-12-05: the scoring tests' two scheduler restarts took
 25 s each). Startup probes end with their first success, so asking every second costs nothing
 once a component runs; the time allowed to start (~240 s) stays kubeadm's. Liveness probes are
 left as kubeadm makes them.

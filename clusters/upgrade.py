@@ -63,10 +63,10 @@ def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, for
             break
         except CommandError as err:
             # kubeadm reads the cluster's configuration and version with a 10 s client timeout,
-            # which a loaded or restarting API server can miss (session 13, 1.35.4 downgrade: the
-            # version in preflight; session 14, 1.37.2 downgrade: the kubelet's component config,
-            # connection refused; session 16, 1.36.3 downgrade: the node's registration, while the
-            # control plane's just swapped kubelet replaced the API server's static pod). It changed
+            # which a loaded or restarting API server can miss (seen in three downgrades on
+            # 2026-12-05: 1.35.4, the version in preflight; 1.37.2, the kubelet's component config,
+            # connection refused; 1.36.3, the node's registration, while the control plane's just
+            # swapped kubelet replaced the API server's static pod). It changed
             # nothing then, so trying again is safe; a failure in any phase that changes the cluster
             # is not retried.
             if not any(marker in str(err) for marker in NOTHING_CHANGED) or attempt == APPLY_ATTEMPTS:

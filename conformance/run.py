@@ -251,7 +251,7 @@ def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, b
     # profile runs them. The faults and the upgrade to the neighbouring pinned minor and back
     # share one cluster (each leaves it as it found it; faults first, on the cluster as made),
     # the longest chain of the job; the gate cycle follows the mixed stage, the shortest, on a
-    # cluster of its own, so that no lane waits long for another (docs/timings.md, session 11).
+    # cluster of its own, so that no lane waits long for another (docs/timings.md, 2026-12-05).
     if not args.no_gate_cycle:
         plan.append(Step("gate-cycle", serial_suites_stage([("gate-cycle", GATE_CYCLE_SUITE)]), False, lane="mixed"))
     in_place = []
@@ -260,7 +260,7 @@ def kind_plan(version: KubeVersion, args: argparse.Namespace, gates: dict[str, b
     if not args.no_upgrade and upgrade_partner(version):
         in_place.append(("upgrade", UPGRADE_SUITE))
     if in_place:
-        # The lane with the most time to spare (docs/timings.md, session 16) makes its cluster last.
+        # The lane with the most time to spare (docs/timings.md, 2026-12-05) makes its cluster last.
         plan.append(Step("in-place", serial_suites_stage(in_place), False, lane="in-place", after_first_cluster=True))
     return plan
 

@@ -33,7 +33,7 @@ class Readiness:
 
     An HTTP probe costs the kubelet one request; the exec probe it replaces started a process in
     the container every 2 s, which cost the node 0.7-1.6 % of a core per driver pod (runc, shim,
-    containerd, kubelet; docs/timings.md, session 13)."""
+    containerd, kubelet; docs/timings.md, 2026-12-05)."""
 
     def __init__(self, port: int):
         self._port = port

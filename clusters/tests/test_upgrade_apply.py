@@ -15,7 +15,7 @@ COMPONENT_CONFIGS = ("`kubeadm upgrade apply` exited 1: error: [upgrade] FATAL: 
                      "not download the kubelet configuration from ConfigMap \"kubelet-config\": Get \"https://"
                      "kind-control-plane:6443/api/v1/namespaces/kube-system/configmaps/kubelet-config?timeout=10s\": "
                      "dial tcp 172.18.0.20:6443: connect: connection refused")
-# Seen in the full job (session 16) right after the control plane's kubelet was swapped for the
+# Seen in the full job (2026-12-05) right after the control plane's kubelet was swapped for the
 # older one, which replaced the API server's static pod under kubeadm.
 NODE_REGISTRATION = ("`kubeadm upgrade apply` exited 1: error: [upgrade] FATAL: failed to get node registration: failed "
                      "to get corresponding node: Get \"https://kind-control-plane:6443/api/v1/nodes/kind-control-plane"

@@ -53,7 +53,7 @@ def collect(api: Api, namespace: str, driver_namespace: str | None, driver_selec
         "resourceslices": (RESOURCE_API, "ResourceSlice", None, {}),
         "deviceclasses": (RESOURCE_API, "DeviceClass", None, {}),
         # Where pods (a driver among them) reach the API server: after an upgrade or a restarted
-        # API server, a driver refused there cannot read claims (docs/findings.md, session 14).
+        # API server, a driver refused there cannot read claims (docs/findings.md, 2026-12-05).
         "apiserver-endpointslices": ("discovery.k8s.io/v1", "EndpointSlice", "default",
                                      {"label_selector": "kubernetes.io/service-name=kubernetes"}),
     }

@@ -77,7 +77,7 @@ def _classes_sharing_a_name(api: Api, request: pytest.FixtureRequest, driver: st
     assert stamps[0] < stamps[1], f"precondition: creationTimestamps {stamps} should differ"
     # The scheduler learns of classes through its informer: a pod created right away can meet a
     # scheduler that knows only the older class (seen once on 1.35.4 with nine clusters on two
-    # cores, session 13). An implementation that picks the older class still fails after this.
+    # cores, 2026-12-05). An implementation that picks the older class still fails after this.
     pods.wait_elapsed(CLASS_SETTLE_S)
     return shared, older["metadata"]["name"], newer["metadata"]["name"]
 

@@ -41,7 +41,7 @@ def probe(api: Api, profile: Profile, pod: Obj, container: str = "main") -> list
 def placed_before_the_switch(pod: Obj) -> bool:
     """Refused by the device manager although the scheduler made no special claim for it: it was
     placed as a device-plugin pod, on the node as it was before the switch to DRA, which the
-    scheduler's cache may not have caught up with under load (the full job, session 16: the
+    scheduler's cache may not have caught up with under load (the full job, 2026-12-05: the
     next pods, two seconds later, were served by DRA). Not KUBELET-5's case, whose pods have one."""
     status = pod.get("status") or {}
     return status.get("phase") == "Failed" and status.get("reason") == "UnexpectedAdmissionError" \
