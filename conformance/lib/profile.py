@@ -37,6 +37,17 @@ class ProfileError(ValueError):
 
 
 @dataclass(frozen=True)
+class Channel:
+    """A further way the driver tells a container its devices (e.g. environment variables beside
+    device files): one match of `pattern` per device. Its ids are the probe's own, or, where
+    `own_ids`, each device's name (`attribute` None) or that attribute's value."""
+    name: str
+    pattern: re.Pattern[str]
+    own_ids: bool = False
+    attribute: str | None = None
+
+
+@dataclass(frozen=True)
 class Probe:
     command: tuple[str, ...]
     pattern: re.Pattern[str]
@@ -46,7 +57,7 @@ class Probe:
     nothing: re.Pattern[str]
     # Further ways the driver tells a container its devices (e.g. environment variables besides
     # device files): name -> pattern; each must show exactly the container's devices too.
-    channels: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    channels: tuple[Channel, ...] = ()
     # What an id stands for: "device" (one per device), or "request" (one per request of a claim,
     # for drivers that tell a container which requests it got but not which devices; the id is
     # request_template filled in, then request_replace's matches replaced by request_with).
@@ -79,7 +90,7 @@ class Probe:
                 and bool(self.nothing.search(output)))
 
     def channel_ids(self, output: str) -> dict[str, list[str]]:
-        return {name: sorted(m.group("id") for m in pattern.finditer(output)) for name, pattern in self.channels}
+        return {c.name: sorted(m.group("id") for m in c.pattern.finditer(output)) for c in self.channels}
 
 
 @dataclass(frozen=True)
@@ -211,7 +222,8 @@ def _semantic_problems(raw: dict, path: Path) -> list[str]:
         problems.append(f"extendedResourceName: {name!r} is not a valid extended resource name")
     channels = _at(raw, "probe", "channels")
     patterns = {"probe.pattern": (_at(raw, "probe", "pattern"), "id"),
-                **{f"probe.channels.{n}": (t, "id") for n, t in (channels if isinstance(channels, dict) else {}).items()},
+                **{f"probe.channels.{n}": (t.get("pattern") if isinstance(t, dict) else t, "id")
+                   for n, t in (channels if isinstance(channels, dict) else {}).items()},
                 "nodeState.pattern": (_at(raw, "nodeState", "pattern"), "uid"),
                 "probe.nothing": (_at(raw, "probe", "nothing"), None)}
     patterns = {where: (text, group) for where, (text, group) in patterns.items() if isinstance(text, str)}
@@ -291,10 +303,17 @@ def _probe(raw: dict) -> Probe:
     request_id = raw.get("requestId") or {}
     return Probe(tuple(raw["command"]), re.compile(raw["pattern"], re.MULTILINE), raw.get("deviceIdAttribute"),
                  re.compile(raw["nothing"], re.MULTILINE),
-                 tuple((n, re.compile(t, re.MULTILINE)) for n, t in (raw.get("channels") or {}).items()),
+                 tuple(_channel(n, t) for n, t in (raw.get("channels") or {}).items()),
                  identifies=raw.get("identifies", "device"), request_template=request_id.get("template", ""),
                  request_replace=re.compile(request_id["replace"]) if "replace" in request_id else None,
                  request_with=request_id.get("with", ""))
+
+
+def _channel(name: str, raw: str | dict) -> Channel:
+    """A pattern alone shows the probe's ids; {pattern, deviceIdAttribute?} ids of its own."""
+    if isinstance(raw, str):
+        return Channel(name, re.compile(raw, re.MULTILINE))
+    return Channel(name, re.compile(raw["pattern"], re.MULTILINE), own_ids=True, attribute=raw.get("deviceIdAttribute"))
 
 
 def _node_access(raw: dict | None, workload_image: str) -> NodeAccess | None:

@@ -132,7 +132,7 @@ def _check_finished(target: Target, check: Checks, q: dict) -> None:
     name, ns, node = q["metadata"]["name"], q["metadata"]["namespace"], q["spec"].get("nodeName")
     with check("STATUS-1"):
         assert claim_status(q) is not None, f"finished pod {name} never named a special claim: {pods.summary(api, ns, name)}"
-    ids = devices_lib.device_ids(api, p)
+    ids, spelled = devices_lib.device_ids(api, p), devices_lib.channel_ids(api, p)
     claim = special_claim(api, q)
     allocated = bool(claim and (claim.get("status") or {}).get("allocation"))
     # A probe that names requests is judged from the pod's status, which outlives the claim.
@@ -150,6 +150,7 @@ def _check_finished(target: Target, check: Checks, q: dict) -> None:
             ok = len(seen.device_ids) == count == len(set(seen.device_ids)) and set(seen.device_ids) <= on_node
             wanted = f"{count} distinct of node {node}'s {sorted(on_node)} (claim released)"
         # The profile's further channels (e.g. environment variables) must name the same devices.
-        ok = ok and all(shown == seen.device_ids for shown in seen.channels.values())
+        ok = ok and all(shown == devices_lib.as_channel(spelled, channel, seen.device_ids)
+                        for channel, shown in seen.channels.items())
         check.that("CTR-1", ok, f"container {c['name']} of finished pod {name} saw {seen.device_ids} "
                                 f"(channels {seen.channels}), expected {wanted}; probe output: {seen.raw.strip()[:400]!r}")

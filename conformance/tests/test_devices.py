@@ -52,3 +52,33 @@ def test_with_a_request_naming_probe_ctr1_is_not_tested_whatever_the_containers_
     # ... and a container shown another container's request still fails CTR-1 by name
     swapped = {"a": shown["b"], "b": shown["a"]}
     assert {c.id for c in devices.check_containers_see(Api(swapped), p, pod, expected).problems} == {"CTR-1"}
+
+
+SLICE = {"spec": {"driver": "gpu.nvidia.com", "pool": {"name": "n1"},
+                  "devices": [{"name": f"dev-{i}", "attributes": {"uuid": {"string": f"uuid-{i}"}}} for i in range(3)]}}
+
+
+class Cluster(Api):
+    """Api, with the driver's ResourceSlice."""
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, **selectors: str) -> list[dict]:
+        return [SLICE] if kind == "ResourceSlice" else []
+
+
+def test_a_channel_with_ids_of_its_own_must_name_the_same_devices_its_own_way():
+    """Files show each GPU's uuid, environment variables its name: both must agree on the devices."""
+    import dataclasses
+    import re
+    from conformance.lib.profile import Channel
+    base = load("fake-gpu")
+    env = Channel("environment variables", re.compile(r"^GPU=(?P<id>\S+)$", re.MULTILINE), own_ids=True)
+    p = dataclasses.replace(base, probe=dataclasses.replace(base.probe, channels=(env,)))
+    pod = {**POD, "status": {**POD["status"], "containerStatuses": [{"name": c, "state": {"running": {}}} for c in "ab"]}}
+    expected = devices.expected_per_container(POD, CLAIM, devices.device_ids(Cluster({}), p), p.probe)
+    shown = {"a": "FAKEGPU uuid=uuid-0\nFAKEGPU uuid=uuid-1\nGPU=dev-0\nGPU=dev-1\n",
+             "b": "FAKEGPU uuid=uuid-2\nGPU=dev-2\n"}
+    assert not devices.check_containers_see(Cluster(shown), p, pod, expected).problems
+    shown["b"] = "FAKEGPU uuid=uuid-2\nGPU=dev-0\n"  # the variable names another GPU than the file
+    problems = devices.check_containers_see(Cluster(shown), p, pod, expected).problems
+    assert [c.id for c in problems] == ["CTR-1"] and "environment variables show ['dev-0'], expected ['dev-2']" in \
+        problems[0].message

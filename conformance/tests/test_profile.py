@@ -163,3 +163,12 @@ def test_a_request_id_belongs_only_to_a_probe_that_names_requests(tmp_path):
     doc = base()
     doc["probe"]["requestId"] = {"template": "{claim}_{request}"}
     assert "probe: " in refusal(tmp_path, doc)
+
+
+def test_a_channel_may_name_devices_its_own_way_and_its_pattern_is_checked(tmp_path):
+    doc = base()
+    doc["probe"]["channels"] = {"env": {"pattern": "^GPU=(?P<id>\\S+)$"}, "labels": {"pattern": "^(\\S+)$"}}
+    assert "probe.channels.labels: needs a named group (?P<id>...)" in refusal(tmp_path, doc)
+    del doc["probe"]["channels"]["labels"]
+    env = profiles.load(write(tmp_path, doc)).probe.channels[0]
+    assert (env.name, env.own_ids, env.attribute) == ("env", True, None)
