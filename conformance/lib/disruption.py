@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from conformance.lib import driver_state, pods, recovery, scenario, survivors
+from conformance.lib import driver_setup, driver_state, pods, recovery, scenario, survivors
 from conformance.lib.checks import Checks
+from conformance.lib.special_claim import allocated_devices
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
@@ -84,6 +85,26 @@ def kubelet_restarted(target, check: Checks, namespace: str, node: str, restart:
     after = f"the kubelet of {node} restarted"
     survivors.check_unchanged(target, check, before, "FAULT-2", after)
     recovery.converged(target, check, "FAULT-2", namespace, RUNNING + ARRIVING, after=after,
+                       held_at_start=held_at_start)
+
+
+def machine_restarted(target, check: Checks, namespace: str, node: str, restart: Callable[[], None],
+                      held_at_start: Mapping[str, frozenset[str]]) -> None:
+    """FAULT-5: pods that restart their containers served, `node` restarted by `restart` (every
+    process ends; only such pods run again): they run again with the same claims and devices, the
+    driver publishes again, pods arriving after are served, and everything converges."""
+    before = start_served(target, check, "FAULT-5", namespace, node, restart="Always")
+    restart()
+    after = f"node {node} restarted"
+    recovery.wait_restarted(target, check, "FAULT-5", before, after)
+    served = recovery.converged(target, check, "FAULT-5", namespace, RUNNING, after=after, held_at_start=held_at_start)
+    with check("FAULT-5"):
+        kept = {s.name: (s.claim_uid, s.devices) for s in before}
+        now = {s.pod["metadata"]["name"]: (s.claim["metadata"]["uid"], allocated_devices(s.claim)) for s in served}
+        assert now == kept, f"after {after}, claims and devices changed: before {kept}, now {now}"
+    driver_setup.wait_published(target.api, target.profile)
+    arrive(target, namespace, node)
+    recovery.converged(target, check, "FAULT-5", namespace, RUNNING + ARRIVING, after=after,
                        held_at_start=held_at_start)
 
 

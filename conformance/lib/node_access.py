@@ -48,6 +48,28 @@ def run_on_node(api: Api, profile: Profile, node: str, command: list[str], what:
         api.delete("v1", "Namespace", namespace)
 
 
+NO_REBOOT = "the profile's nodeAccess gives no reboot command, so the suite cannot restart a machine"
+
+
+def reboot(api: Api, profile: Profile, node: str, timeout: float = 600) -> None:
+    """Restart the machine of `node` with the profile's reboot command, and see that its kubelet
+    started again after it (the pod that ran the command goes down with the machine)."""
+    access = profile.node_access
+    assert access is not None and access.reboot, NO_REBOOT if access else NO_CAPABILITY
+    namespace = f"kep5004-node-{uuid.uuid4().hex[:8]}"
+    cleanup.new_namespace(api, namespace, profile.workload_pull_secret, privileged=True)
+    try:
+        since = api.create(host_pod("host", node, access, profile.workload_pull_policy, list(access.reboot)),
+                           namespace)["metadata"]["creationTimestamp"]
+        wait_for(lambda: started_since(api, node, since), timeout=timeout, interval=2,
+                 what=f"the kubelet of {node} to start again after the reboot command ran (event reason Starting)",
+                 describe=lambda: f"last Starting events: {[_stamp(e) for e in _starting(api, node)][-3:]}")
+        wait_for(lambda: pods.condition(api.get("v1", "Node", node) or {}, "Ready").get("status") == "True",
+                 timeout=timeout, interval=2, what=f"node {node} Ready after the reboot")
+    finally:
+        api.delete("v1", "Namespace", namespace)
+
+
 def restart_kubelet(api: Api, profile: Profile, node: str) -> None:
     """Restart the kubelet of `node`, and see that it did: a command that exits 0 without a
     restart would let a test judge pods that were never disturbed."""

@@ -5,6 +5,7 @@ format (see docs/profiles.md) and the suite runs unchanged against it.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -109,10 +110,12 @@ class NodeState:
 @dataclass(frozen=True)
 class NodeAccess:
     """Capability: the suite may run a privileged pod in the host's PID namespace on a node, to
-    restart its kubelet (`restart_kubelet`, run there)."""
+    restart its kubelet (`restart_kubelet`, run there) and, where the profile gives a command
+    (`reboot`), to restart the machine."""
     image: str
     restart_kubelet: tuple[str, ...] = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--",
                                         "systemctl", "restart", "kubelet")
+    reboot: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -319,8 +322,8 @@ def _channel(name: str, raw: str | dict) -> Channel:
 def _node_access(raw: dict | None, workload_image: str) -> NodeAccess | None:
     if raw is None:
         return None
-    command = raw.get("restartKubelet")
-    return NodeAccess(raw.get("image", workload_image), *([tuple(command)] if command else []))
+    access = NodeAccess(raw.get("image", workload_image), reboot=tuple(raw.get("reboot") or ()))
+    return dataclasses.replace(access, restart_kubelet=tuple(raw["restartKubelet"])) if "restartKubelet" in raw else access
 
 
 def _device_counts(value: int | dict[str, int]) -> dict[str, int]:

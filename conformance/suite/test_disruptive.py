@@ -1,12 +1,12 @@
 """Disruptions made through the API, as on any cluster (a vendor's, with --disruptive; always on
 kind): the driver's pod deleted while it prepares claims (FAULT-1), a node drained of the suite's
 pods and uncordoned (FAULT-7), and, where the profile grants node access (a privileged pod in the
-host's namespaces), the node's kubelet restarted (FAULT-2). Each with pods served before and pods
-arriving around it, judged by the same convergence oracle as the fault stage
-(conformance/lib/recovery.py).
+host's namespaces), the node's kubelet restarted (FAULT-2) and, with a reboot command, the
+machine (FAULT-5). Each with pods served before and pods arriving around it, judged by the same
+convergence oracle as the fault stage (conformance/lib/recovery.py).
 
 Only the suite's own pods are evicted ("drained"): on a vendor's cluster nothing else on the node
-is touched. Restarting a machine is left to the fault stage on kind."""
+is touched."""
 from __future__ import annotations
 
 import pytest
@@ -14,7 +14,7 @@ import pytest
 from conformance.lib import node_access, pods, recovery
 from conformance.lib.checks import Checks
 from conformance.lib.disruption import (ARRIVING, RUNNING, arrive, driver_killed_while_preparing, kubelet_restarted,
-                                        start_served)
+                                        machine_restarted, start_served)
 from conformance.lib.special_claim import RESOURCE_API
 from conformance.suite.conftest import Target
 
@@ -59,6 +59,17 @@ def test_pods_keep_their_devices_when_the_kubelet_restarts(target: Target, check
         pytest.skip(f"not tested: {node_access.NO_CAPABILITY}")
     kubelet_restarted(target, check, namespace, node,
                       lambda: node_access.restart_kubelet(target.api, target.profile, node), held_at_start)
+
+
+@pytest.mark.requirement("FAULT-5")
+def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(target: Target, check: Checks,
+                                                                         namespace: str, node: str,
+                                                                         held_at_start: dict[str, frozenset[str]]) -> None:
+    access = target.profile.node_access
+    if access is None or not access.reboot:
+        pytest.skip(f"not tested: {node_access.NO_REBOOT if access else node_access.NO_CAPABILITY}")
+    machine_restarted(target, check, namespace, node, lambda: node_access.reboot(target.api, target.profile, node),
+                      held_at_start)
 
 
 @pytest.mark.requirement("FAULT-7")

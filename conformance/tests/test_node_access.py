@@ -77,3 +77,27 @@ def test_a_restart_command_that_exits_0_without_a_new_kubelet_start_is_an_error(
                                         "node-a")
     finally:
         set_timeout_scale(1.0)
+
+
+def test_a_reboot_is_seen_in_a_new_kubelet_start_and_the_node_ready_again() -> None:
+    import dataclasses
+    from kube.waits import WaitTimeout, set_timeout_scale
+    p = load("fake-gpu")
+    p = dataclasses.replace(p, node_access=dataclasses.replace(p.node_access, reboot=("reboot",)))
+    api = Cluster("Running", [starting("2026-12-07T01:02:00Z")])
+    api.get = lambda v, kind, name, ns=None: {"metadata": {"name": name, "creationTimestamp": POD_CREATED},  # type: ignore[method-assign]
+                                               "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    api.create = lambda obj, namespace=None: {**obj, "metadata": {**obj["metadata"], "creationTimestamp": POD_CREATED}}  # type: ignore[method-assign]
+    node_access.reboot(api, p, "node-a")
+    set_timeout_scale(0.001)
+    try:
+        api.events = [starting("2026-12-06T23:00:00Z")]  # a command that did not reboot anything
+        with pytest.raises(WaitTimeout, match="the kubelet of node-a to start again after the reboot"):
+            node_access.reboot(api, p, "node-a")
+    finally:
+        set_timeout_scale(1.0)
+
+
+def test_without_a_reboot_command_no_machine_is_restarted() -> None:
+    with pytest.raises(AssertionError, match="gives no reboot command"):
+        node_access.reboot(Cluster("Succeeded"), load("fake-gpu"), "node-a")

@@ -19,9 +19,9 @@ from clusters import faults
 from clusters.nodes import KindNodes, Node
 from conformance.lib import driver_setup, pods, recovery, survivors
 from conformance.lib.disruption import (ARRIVING, RUNNING, arrive, driver_killed_while_preparing, kubelet_restarted,
-                                        start_served)
+                                        machine_restarted, start_served)
 from conformance.lib.checks import Checks
-from conformance.lib.special_claim import RESOURCE_API, allocated_devices
+from conformance.lib.special_claim import RESOURCE_API
 from conformance.suite.conftest import Target
 from kube.api import TRANSIENT_ERRORS
 from kube.waits import WaitTimeout, wait_for
@@ -145,21 +145,8 @@ def test_claims_are_collected_when_the_controller_manager_crashes_during_deletio
 def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(target: Target, check: Checks,
                                                                          namespace: str, worker: Node,
                                                                          held_at_start: dict[str, frozenset[str]]) -> None:
-    # A restart ends every process: only pods that restart their containers run again.
-    before = start_served(target, check, "FAULT-5", namespace, worker.name, restart="Always")
-    faults.restart_machine(target.api, worker)
-    after = f"node {worker.name} restarted"
-    recovery.wait_restarted(target, check, "FAULT-5", before, after)
-    served = recovery.converged(target, check, "FAULT-5", namespace, RUNNING, after=after, held_at_start=held_at_start)
-    with check("FAULT-5"):
-        kept = {s.name: (s.claim_uid, s.devices) for s in before}
-        now = {s.pod["metadata"]["name"]: (s.claim["metadata"]["uid"], allocated_devices(s.claim))
-               for s in served}
-        assert now == kept, f"after {after}, claims and devices changed: before {kept}, now {now}"
-    driver_setup.wait_published(target.api, target.profile)
-    arrive(target, namespace, worker.name)
-    recovery.converged(target, check, "FAULT-5", namespace, RUNNING + ARRIVING, after=after,
-                       held_at_start=held_at_start)
+    machine_restarted(target, check, namespace, worker.name, lambda: faults.restart_machine(target.api, worker),
+                      held_at_start)
 
 
 @pytest.mark.requirement("FAULT-6")
