@@ -292,7 +292,7 @@ def fresh(out: Path) -> Path:
 def base_context(target: str, profile: profiles.Profile, server: str, gate_enabled: bool | None) -> dict:
     """What the report says even when no cluster ever answered."""
     return {"target": target, "server": server, "profile": profile.name, "driver": profile.driver,
-            "gate_enabled": gate_enabled, "preflight": [],
+            "explicit_name": profile.explicit_name is not None, "gate_enabled": gate_enabled, "preflight": [],
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 

@@ -108,7 +108,8 @@ def _bug(raw: object, where: str) -> KnownBug:
 
 def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
     req = _fields(raw, where, ("id", "area", "title", "text", "applies", "source", "status", "topology"),
-                  ("question", "settled", "by_version", "serial", "informational", "judges", "bugs", "related"))
+                  ("question", "settled", "by_version", "serial", "informational", "judges", "explicit_name", "bugs",
+                   "related"))
     req_id = _id(req["id"], where, REQUIREMENT_ID)
     area = _text(req["area"], f"{where}.area")
     if req_id.split("-")[0] != area:
@@ -138,6 +139,7 @@ def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
         serial=_flag(req.get("serial", False), f"{where}.serial"),
         informational=_flag(req.get("informational", False), f"{where}.informational"),
         judges=_choice(req.get("judges", Judges.CLUSTER.value), f"{where}.judges", Judges),
+        needs_explicit_name=_flag(req.get("explicit_name", False), f"{where}.explicit_name"),
         bugs=_list(req.get("bugs"), f"{where}.bugs", _text),
         related=_list(req.get("related"), f"{where}.related", _text),
     )

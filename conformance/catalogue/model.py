@@ -91,6 +91,9 @@ class Requirement:
     serial: bool = False
     informational: bool = False  # describes behaviour but is no pass/fail check
     judges: Judges = Judges.CLUSTER
+    # Shown only where the driver's DeviceClass maps an explicit extended resource name: a device
+    # plugin can serve only such a name, and some checks need the explicit and the implicit name.
+    needs_explicit_name: bool = False
     bugs: tuple[str, ...] = ()
     related: tuple[str, ...] = ()
 

@@ -192,16 +192,23 @@ def _apply_catalogue(req: Requirement, minor: tuple[int, int], context: dict, v:
 
 COLUMNS = (PASSED, FAILED, DEVIATES, OBSERVED, NOT_APPLICABLE, ERROR, NOT_TESTED)
 CERTIFIED, NOT_CERTIFIED, INCOMPLETE = "certified", "not certified", "incomplete"
+CERTIFIED_IMPLICIT = "certified for the implicit name only"
 
 
-def driver_verdict(vs: list[Verdict]) -> dict:
+def driver_verdict(vs: list[Verdict], explicit_name: bool = True) -> dict:
     """The driver's verdict, from the IDs that judge the driver (catalogue `judges`): not certified
     when one failed; incomplete when one erred or was not tested (each listed with why);
-    certified otherwise. A deviation is Kubernetes' bug (named), held against no driver."""
+    certified otherwise. A deviation is Kubernetes' bug (named), held against no driver.
+    Installed without an explicit name (`explicit_name` False), what the catalogue says needs one
+    cannot be shown: where nothing else is open, the driver is certified for the implicit name
+    only, and those IDs stay listed as not tested."""
     about = [v for v in vs if catalogue().requirement(v.id).judges.about_driver]
     failed = [v for v in about if v.verdict == FAILED]
     unjudged = [v for v in about if v.verdict in (ERROR, NOT_TESTED)]
-    word = NOT_CERTIFIED if failed else INCOMPLETE if unjudged else CERTIFIED
+    beyond_install = [v for v in unjudged if v.verdict == NOT_TESTED and not explicit_name
+                      and catalogue().requirement(v.id).needs_explicit_name]
+    word = (NOT_CERTIFIED if failed else CERTIFIED_IMPLICIT if unjudged and unjudged == beyond_install
+            else INCOMPLETE if unjudged else CERTIFIED)
     return {"verdict": word, "ids": [v.id for v in about],
             "counts": {k: sum(v.verdict == k for v in about) for k in COLUMNS},
             "open": [{"id": v.id, "verdict": v.verdict, "why": v.reasons or ["no test evaluated it"]}
@@ -212,7 +219,7 @@ def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
     vs = verdicts(records, context)
     counts = {k: sum(v.verdict == k for v in vs) for k in COLUMNS}
     unclean = [st["stage"] for st in context.get("stages", []) if st.get("error") or st.get("exit")]
-    driver = driver_verdict(vs)
+    driver = driver_verdict(vs, context.get("explicit_name", True))
     cluster = [v for v in vs if v.id not in driver["ids"]]
     kubernetes = {k: sum(v.verdict == k for v in cluster) for k in COLUMNS}
     (out_dir / "summary.json").write_text(json.dumps(

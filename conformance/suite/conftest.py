@@ -17,7 +17,7 @@ import pytest
 from clusters.nodes import KindNodes
 from clusters.shell import CommandError
 from clusters.versions import KubeVersion
-from conformance.catalogue import requirement
+from conformance.catalogue import catalogue, requirement
 from conformance.lib import cleanup, diagnostics, driver_state, preflight, profile as profiles
 from conformance.lib.driver_setup import dra_nodes
 from conformance.lib.checks import Checks
@@ -84,9 +84,10 @@ def _applicable(request: pytest.FixtureRequest, target: Target) -> None:
         pytest.skip("not applicable: " + "; ".join(reason for _, reason in verdicts))
 
 
-# Requirements about the explicit name of the profile's DeviceClass: a driver whose class maps none
-# (installed with the implicit name only) cannot show them, whatever passes in the tests citing them.
-EXPLICIT_NAME_IDS = ("NAME-1", "QUOTA-3")
+# Requirements the catalogue says need the explicit name of the profile's DeviceClass: a driver whose
+# class maps none (installed with the implicit name only) cannot show them, whatever passes in the
+# tests citing them.
+EXPLICIT_NAME_IDS = tuple(r.id for r in catalogue().requirements.values() if r.needs_explicit_name)
 
 
 def no_explicit_name(profile: Profile) -> str:

@@ -235,3 +235,15 @@ def test_one_reason_shared_by_several_tests_is_said_once_naming_them():
                  for i in range(3)])
     assert got["CTR-1"].verdict == "not tested"
     assert got["CTR-1"].reasons == ["t::p0, t::p1, t::p2: the probe names requests"]
+
+
+def test_a_driver_installed_without_an_explicit_name_is_certified_for_the_implicit_name_only():
+    mixed_untested = _all("passed", MIXED_1="not tested", MIXED_3="not tested", KUBELET_5="not tested")
+    scoped = summary.driver_verdict(mixed_untested, explicit_name=False)
+    assert scoped["verdict"] == "certified for the implicit name only"
+    assert [o["id"] for o in scoped["open"]] == ["KUBELET-5", "MIXED-1", "MIXED-3"]  # still listed, not tested
+    # ... not where the driver's class maps an explicit name (then the mixed stage can run),
+    assert summary.driver_verdict(mixed_untested)["verdict"] == "incomplete"
+    # ... and not where anything else is open too.
+    other = _all("passed", MIXED_1="not tested", KUBELET_1="not tested")
+    assert summary.driver_verdict(other, explicit_name=False)["verdict"] == "incomplete"
