@@ -41,7 +41,7 @@ from clusters.shell import CommandError
 from conformance.cli import guarded
 from conformance.invocation import prog
 from conformance.lib import permissions, profile as profiles
-from conformance.report import junit
+from conformance.report import junit, summary
 from kube.api import Api
 from kube.waits import wait_for
 
@@ -186,10 +186,9 @@ def entrypoint(env: dict[str, str] | None = None) -> int:
     report = out / "existing"
     # The closing lines go into e2e.log too (hydrophone brings back that file, not the container
     # log), before the tarball and `done`, which runners take as "the results are complete".
-    summary = report / "summary.json"
     closing = []
-    if summary.is_file():  # every verdict, for runners that bring back only the log (hydrophone)
-        verdicts = {r["id"]: r["verdict"] for r in json.loads(summary.read_text())["requirements"]}
+    if (report / summary.FILE).is_file():  # every verdict, for runners that bring back only the log (hydrophone)
+        verdicts = summary.verdict_of_each(summary.read(report))
         closing.append(f"{VERDICTS_PREFIX} {json.dumps(verdicts, sort_keys=True)}")
     closing += [f"Ginkgo ran 1 suite in {time.monotonic() - started:.1f}s",
                 f"Test Suite {'Passed' if code == 0 else 'Failed'} (conformance.run exit {code})"]

@@ -19,7 +19,6 @@ The table is printed and written to <out>/interrupts.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -39,6 +38,7 @@ from clusters.topology import ClusterSpec
 from clusters.versions import default_version, resolve, supported_versions
 from conformance.cli import guarded
 from conformance.invocation import prog
+from conformance.report import summary
 
 # point -> (a line of the runner's log that shows the point was reached, seconds to wait after it)
 POINTS: dict[str, tuple[str, float]] = {
@@ -93,12 +93,12 @@ def interrupted_stage(out: Path, lanes: int = 1) -> str | None:
     one of them marks fewer than `lanes` (a run stopped with several lanes at work must mark the
     stage of each)."""
     marks = []
-    for summary in sorted(out.glob("*/summary.json")):
-        stages = json.loads(summary.read_text())["context"].get("stages", [])
+    for report in sorted(p.parent for p in out.glob(f"*/{summary.FILE}")):
+        stages = summary.read(report)["context"].get("stages", [])
         cut = [s["stage"] for s in stages if s.get("error") == "interrupted" or (s.get("exit") or 0) < 0]
         if len(cut) < lanes:
             return None
-        marks.append(f"{summary.parent.name}: {', '.join(cut)}")
+        marks.append(f"{report.name}: {', '.join(cut)}")
     return "; ".join(marks) or None
 
 

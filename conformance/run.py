@@ -404,7 +404,7 @@ def report_dirs(args: argparse.Namespace, version: KubeVersion, gates: dict[str,
 
 def write_coverage(args: argparse.Namespace, outs: list[Path]) -> None:
     """coverage.md: every requirement's verdict side by side for these report directories."""
-    summaries = [json.loads((o / "summary.json").read_text()) for o in outs if (o / "summary.json").exists()]
+    summaries = [summary.read(o) for o in outs if (o / summary.FILE).exists()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "coverage.md").write_text(coverage.table(summaries))
 

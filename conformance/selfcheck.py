@@ -12,7 +12,6 @@ kill would be meaningless. The kill-rate table is printed and written to
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from conformance.cli import guarded
 from conformance import run as runner
 from conformance.invocation import prog
 from conformance.lib import driver_setup, profile as profiles
+from conformance.report import summary
 from fake_driver.defects import DEFECTS
 from kube.api import Api
 from kube.waits import wait_for
@@ -116,7 +116,7 @@ def judge(defect: str | None, expected: Expectation, out: Path, code: int, secon
     """Killed: the run failed (exit 1, not a usage error or an interrupt) with exactly the expected
     IDs failed, no error of its own (an error caused by those failures is theirs); the baseline
     (no defect) must pass cleanly."""
-    report = json.loads((out / "existing" / "summary.json").read_text())
+    report = summary.read(out / "existing")
     failed = sorted(r["id"] for r in report["requirements"] if r["verdict"] == "failed")
     errors = sorted(r["id"] for r in report["requirements"] if r["verdict"] == "error"
                     and not (r.get("caused_by") and set(r["caused_by"]) <= set(failed)))

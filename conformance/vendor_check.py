@@ -34,6 +34,7 @@ from clusters.topology import ClusterSpec
 from clusters.versions import default_version
 from conformance.cli import guarded
 from conformance import incluster
+from conformance.report import summary
 from conformance.invocation import prog
 from conformance.lib import driver_setup, profile as profiles
 from kube.api import Api
@@ -120,10 +121,6 @@ def run_suite(kubeconfig: Path, profile_path: Path, out: Path) -> tuple[int, str
     return done.returncode, done.stderr
 
 
-def verdicts_of(summary: Path) -> dict[str, str]:
-    return {r["id"]: r["verdict"] for r in json.loads(summary.read_text())["requirements"]}
-
-
 def verdicts_in_log(text: str) -> dict[str, str]:
     line = next((l for l in text.splitlines() if l.startswith(incluster.VERDICTS_PREFIX)), None)
     return json.loads(line.split(" ", 1)[1]) if line else {}
@@ -138,7 +135,7 @@ def in_cluster_job(cluster: lifecycle.Cluster, profile_path: Path, image: str, o
         tar.extractall(out / "job", filter="data")
     cluster.kubectl("delete", "namespace", incluster.NAME, "--wait=true")
     cluster.kubectl("delete", "clusterrole,clusterrolebinding", "-l", f"app.kubernetes.io/name={incluster.NAME}")
-    return code, verdicts_of(out / "job" / "existing" / "summary.json")
+    return code, summary.verdict_of_each(summary.read(out / "job" / "existing"))
 
 
 def hydrophone_run(cluster: lifecycle.Cluster, profile: profiles.Profile, image: str, out: Path
@@ -201,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         code, _ = run_suite(restricted, profile_path, args.out / "out-of-cluster")
         after = listing(admin)
         leftovers = left_behind(before, after, profile.driver_namespace)
-        outside = verdicts_of(args.out / "out-of-cluster" / "existing" / "summary.json")
+        outside = summary.verdict_of_each(summary.read(args.out / "out-of-cluster" / "existing"))
         results["out of cluster (restricted SA)"] = {"exit": code, "left behind": leftovers,
                                                      "before": before, "after": after}
         results["against known defects"] = against_known_defects(outside, KNOWN_DEFECTS[args.driver])
@@ -228,9 +225,9 @@ def main(argv: list[str] | None = None) -> int:
           and not results["out of cluster (restricted SA)"]["left behind"]
           and results.get("in-cluster Job", {}).get("same verdicts")
           and results.get("hydrophone", {}).get("same verdicts"))
-    summary = {k: {f: v for f, v in r.items() if f not in ("before", "after")} if isinstance(r, dict) else r
+    shown = {k: {f: v for f, v in r.items() if f not in ("before", "after")} if isinstance(r, dict) else r
                for k, r in results.items()}
-    print(json.dumps(summary, indent=1))
+    print(json.dumps(shown, indent=1))
     log(f"{'PASSED' if ok else 'FAILED'}; details in {args.out / 'results.json'}")
     return 0 if ok else 1
 

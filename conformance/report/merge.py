@@ -10,14 +10,13 @@ N machines, then this command over the bundles they left.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from conformance.invocation import prog, wrote
-from conformance.report import coverage, junit
+from conformance.report import coverage, junit, summary
 
 
 class MergeError(ValueError):
@@ -35,21 +34,21 @@ def unpack(bundle: Path, out: Path) -> Path:
     except (OSError, tarfile.TarError) as err:
         raise MergeError(f"{bundle}: not a readable results bundle: {err}") from None
     report = out / tops.pop()
-    if not (report / "summary.json").is_file():
-        raise MergeError(f"{bundle}: its report has no summary.json")
+    if not (report / summary.FILE).is_file():
+        raise MergeError(f"{bundle}: its report has no {summary.FILE}")
     return report
 
 
 def merge(out: Path, bundles: list[Path]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     reports = [unpack(b, out / str(i)) for i, b in enumerate(bundles, 1)]
-    summaries = [json.loads((r / "summary.json").read_text()) for r in reports]
+    summaries = [summary.read(r) for r in reports]
     (out / "coverage.md").write_text(coverage.table(summaries))
     merged = ET.Element("testsuites", name="kep5004 conformance")
     for report in reports:
         run = junit.merge(report, report / "junit.xml")
         for suite in ET.parse(run).getroot().findall("testsuite"):
-            context = json.loads((report / "summary.json").read_text())["context"]
+            context = summary.read(report)["context"]
             suite.set("name", f"{context.get('server', report.name)} ({context.get('profile', '?')}): {suite.get('name')}")
             merged.append(suite)
     ET.ElementTree(merged).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)

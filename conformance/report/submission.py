@@ -10,7 +10,6 @@ summary.md. Nothing is invented: a field the profile does not give is left out.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import yaml
 from conformance.invocation import prog, wrote
 from conformance.lib import profile as profiles
 from conformance.report import junit
-from conformance.report.summary import read_records
+from conformance.report.summary import read, read_records
 
 FILES = ("PRODUCT.yaml", "README.md", "e2e.log", "junit_01.xml", "summary.md")
 
@@ -64,7 +63,7 @@ requirement IDs and checks as properties, `e2e.log` one line per test outcome.
 
 def write(report: Path, dest: Path, profile: profiles.Profile | None = None) -> list[Path]:
     try:
-        summary = json.loads((report / "summary.json").read_text())
+        summary = read(report)
     except (OSError, ValueError) as err:
         raise SubmissionError(f"{report} holds no readable summary.json of a run: {err}") from None
     if "driver" not in summary:

@@ -215,6 +215,19 @@ def driver_verdict(vs: list[Verdict], explicit_name: bool = True) -> dict:
                      for v in [*failed, *unjudged]]}
 
 
+FILE = "summary.json"
+
+
+def read(report: Path) -> dict:
+    """The summary.json that `write` put in the report directory `report`."""
+    return json.loads((report / FILE).read_text())
+
+
+def verdict_of_each(summary: dict) -> dict[str, str]:
+    """requirement ID -> its verdict, from what `read` returned."""
+    return {r["id"]: r["verdict"] for r in summary["requirements"]}
+
+
 def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
     vs = verdicts(records, context)
     counts = {k: sum(v.verdict == k for v in vs) for k in COLUMNS}
@@ -222,7 +235,7 @@ def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
     driver = driver_verdict(vs, context.get("explicit_name", True))
     cluster = [v for v in vs if v.id not in driver["ids"]]
     kubernetes = {k: sum(v.verdict == k for v in cluster) for k in COLUMNS}
-    (out_dir / "summary.json").write_text(json.dumps(
+    (out_dir / FILE).write_text(json.dumps(
         {"context": context, "driver": driver, "kubernetes": {"counts": kubernetes}, "counts": counts,
          "stages_not_clean": unclean, "requirements": [asdict(v) for v in vs]}, indent=2))
     lines = [f"# KEP-5004 conformance: {context.get('target', '')}", "",
