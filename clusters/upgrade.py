@@ -87,7 +87,7 @@ def _swap_kubelet(kubeconfig: Path, node: Node, version: KubeVersion) -> None:
 
 def change_version(kubeconfig: Path, nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
     api = Api(kubeconfig)
-    current = KubeVersion.parse(api.server_version().split("+")[0])
+    current = KubeVersion.of_server(api.server_version())
     if current == version:
         return
     stage(nodes, version, images)

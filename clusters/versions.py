@@ -29,6 +29,12 @@ class KubeVersion:
             raise UnknownVersionError(f"not a Kubernetes release version: {text!r}")
         return cls(*(int(g) for g in m.groups()))
 
+    @classmethod
+    def of_server(cls, git_version: str) -> "KubeVersion":
+        """The release a server reports as its gitVersion, whatever a distribution appends to it
+        ("v1.37.2+k3s1", "v1.36.3-gke.1200")."""
+        return cls.parse(re.split(r"[+-]", git_version.strip(), maxsplit=1)[0])
+
     @property
     def tag(self) -> str:
         return f"v{self.major}.{self.minor}.{self.patch}"

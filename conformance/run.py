@@ -306,7 +306,7 @@ def run_preflight(api: Api, report: Report, stage: str) -> bool:
     """Preflight of one cluster: each item becomes a verdict in the summary; the suite's tests get
     the file and fail with a failed item as their cause. True when nothing failed."""
     context = report.context
-    server = KubeVersion.parse(context["server"].split("+")[0].split("-")[0])
+    server = KubeVersion.of_server(context["server"])
     expected = VERSIONS.gate_on((server.major, server.minor), context.get("gate_enabled"))
     items = preflight.run(api, report.profile, (server.major, server.minor), expected)
     report.preflight_file = report.out / f"preflight-{stage}.json"

@@ -20,6 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from clusters.versions import KubeVersion, UnknownVersionError
 from conformance.catalogue import catalogue
 from conformance.catalogue.model import Requirement
 from conformance.lib.checks import (
@@ -55,8 +56,11 @@ def _cause(report: str) -> str:
 
 
 def _server_minor(context: dict) -> tuple[int, int] | None:
-    server = str(context.get("server", "")).lstrip("v").split(".")
-    return (int(server[0]), int(server[1])) if len(server) >= 2 and all(p.isdigit() for p in server[:2]) else None
+    try:
+        server = KubeVersion.of_server(str(context.get("server", "")))
+    except UnknownVersionError:  # no cluster ever answered: no version to apply
+        return None
+    return server.major, server.minor
 
 
 @dataclass

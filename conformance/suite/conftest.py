@@ -72,7 +72,7 @@ def target(pytestconfig: pytest.Config) -> Target:
         version = api.server_version()
     except Exception as err:  # unreachable server, bad credentials: say which cluster
         pytest.fail(f"cluster in {kubeconfig} is unreachable: {err}", pytrace=False)
-    return Target(api, KubeVersion.parse(version.split("+")[0].split("-")[0]), profile)
+    return Target(api, KubeVersion.of_server(version), profile)
 
 
 @pytest.fixture(autouse=True)

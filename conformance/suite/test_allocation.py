@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from conformance.catalogue import catalogue
 from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.special_claim import (
@@ -49,7 +50,7 @@ def test_pod_asking_for_two_devices_runs_with_them(target: Target, check: Checks
                f"the special claim carries the pod-claim-name annotation: {annotations}")
     owner = (claim["metadata"].get("ownerReferences") or [{}])[0]
     # blockOwnerDeletion was set in 1.34 only (BUG-8, removed by PR #134956 in 1.35).
-    if target.minor <= (1, 34):
+    if target.minor in catalogue().bug("BUG-8").versions:
         check.that("CLAIM-2", owner.get("blockOwnerDeletion") is True, f"1.34 sets blockOwnerDeletion: {owner}")
     else:
         check.that("CLAIM-2", not owner.get("blockOwnerDeletion"), f"blockOwnerDeletion is set on {target.version}: {owner}")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from conformance.catalogue import requirement
 from conformance.lib import pods, scenario, survivors, writes
 from conformance.lib.cleanup import ADMISSION_API, labelled
 from conformance.lib.checks import Checks
@@ -107,8 +108,9 @@ def _refused_by_quota(write: Callable[[], Obj], what: str, shown: Callable[[], s
 def test_pod_beyond_a_requests_quota_is_refused_at_creation(target: Target, check: Checks, namespace: str,
                                                             kind: str) -> None:
     api, p = target.api, target.profile
-    if kind == "implicit" and target.minor < (1, 35):
-        pytest.skip("pods are served through implicit names from 1.35 on (NAME-2)")
+    served, why = requirement("NAME-2").applies_to(target.minor, gate_enabled=True)
+    if kind == "implicit" and not served:
+        pytest.skip(f"pods are not served through implicit names here: {why}")
     resource = p.extended_resource_name if kind == "explicit" else p.implicit_resource_name
     key = f"requests.{resource}"
     api.create(quota("requests", [key], limit=1), namespace)

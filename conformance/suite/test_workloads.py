@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.catalogue import requirement
 from conformance.lib import devices as devices_lib, pods, profile as profiles, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.resolution import misresolved, resolution
@@ -75,9 +76,9 @@ def test_unmodified_workload_runs_on_dra_devices(target: Target, check: Checks, 
                     f"{sorted(images)}; profile {p.name} serves {sorted(served_names)}, class "
                     f"{p.device_class}, image {p.workload_image}")
     implicit = p.implicit_resource_name in names
-    if implicit and target.minor <= (1, 34):
-        pytest.skip(f"{manifest.name} uses an implicit name, which 1.34 does not serve "
-                    "(BUG-1; NAME-2 applies from 1.35)")
+    served, why = requirement("NAME-2").applies_to(target.minor, gate_enabled=True)
+    if implicit and not served:
+        pytest.skip(f"{manifest.name} uses an implicit name, which this version does not serve: {why}")
 
     created = apply_manifest(api, manifest, namespace)
     want = _expected_pods(created)
