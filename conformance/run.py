@@ -623,9 +623,12 @@ def load_profiles(text: str) -> list[tuple[str, profiles.Profile]]:
     problems, chosen = [], []
     for arg in args:
         try:
-            chosen.append((arg, profiles.load(arg)))
+            profile = profiles.load(arg)
         except profiles.ProfileError as err:
             problems.append(str(err))
+            continue
+        problems += [f"{profile.source}: {p}" for p in driver_setup.fake_driver_problems(profile)]
+        chosen.append((arg, profile))
     if problems:
         raise profiles.ProfileError("\n".join(problems))
     names = [p.name for _, p in chosen]

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
-from fnmatch import fnmatchcase
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -21,6 +19,7 @@ from fake_driver.defects import parse_defects
 from fake_driver.exposure import DEFAULT_STATE_DIR, EXPOSURE_FILES, parse_exposure
 from fake_driver.grpc_unix import MAX_SOCKET_PATH_BYTES
 from fake_driver.inventory import PROFILES, DeviceProfile, NodeInventory, build_inventory
+from kube.names import extended_resource_name_problem, is_dns_subdomain, per_node
 
 ENV_CONFIG_FILE = "FAKE_GPU_CONFIG"
 ENV_NODE_NAME = "NODE_NAME"
@@ -28,8 +27,6 @@ MAX_DEVICES_PER_NODE = 128  # one ResourceSlice holds at most 128 devices
 DEFAULT_READY_PORT = 8081  # the manifests' readinessProbe asks here
 MAX_DRIVER_NAME_LENGTH = 63  # ResourceSlice.spec.driver limit; also keeps socket paths < 108 bytes
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
 class ConfigError(ValueError):
@@ -183,15 +180,6 @@ _SETTINGS = (
 )
 
 
-def device_count(node_name: str, node_devices: Mapping[str, int], default: int) -> int:
-    """The count of the first `nodeDevices` entry naming or matching the node, else the default.
-    Patterns let one config serve clusters whose node names carry the cluster's name."""
-    exact = node_devices.get(node_name)
-    if exact is not None:
-        return exact
-    return next((count for pattern, count in node_devices.items() if fnmatchcase(node_name, pattern)), default)
-
-
 def _read_file(path: Path, problems: list[str]) -> dict[str, Any]:
     try:
         document = yaml.safe_load(path.read_text())
@@ -210,27 +198,6 @@ def _read_file(path: Path, problems: list[str]) -> dict[str, Any]:
     for key in sorted(set(document) - known, key=str):
         problems.append(f"{path}: unknown key {key!r} (known: {', '.join(sorted(known))})")
     return {k: v for k, v in document.items() if k in known}
-
-
-def is_dns_subdomain(name: str) -> bool:
-    return len(name) <= 253 and bool(_DNS_SUBDOMAIN.match(name))
-
-
-def extended_resource_name_problem(name: str) -> str | None:
-    """Why `name` cannot be a device plugin's extended resource name, or None if it can."""
-    domain, slash, short = name.partition("/")
-    if not slash:
-        return "needs a domain prefix, e.g. example.com/gpu"
-    if "kubernetes.io/" in name:
-        return "the kubernetes.io domains are reserved for native resources"
-    if name.startswith("requests."):
-        return "must not start with 'requests.'"
-    # The API server also validates "requests.<name>" as a quota key, hence the shorter domain.
-    if len(domain) > 253 - len("requests.") or not is_dns_subdomain(domain):
-        return f"prefix {domain!r} is not a valid DNS subdomain"
-    if len(short) > 63 or not _QUALIFIED_NAME_PART.match(short):
-        return f"name part {short!r} must be 1-63 alphanumerics, '-', '_' or '.', alphanumeric at both ends"
-    return None
 
 
 def load_config(env: Mapping[str, str] | None = None) -> DriverConfig:
@@ -281,7 +248,7 @@ def load_config(env: Mapping[str, str] | None = None) -> DriverConfig:
         node_name=node_name,
         profile=profile,
         driver_name=driver_name,
-        device_count=device_count(node_name, values["nodeDevices"], values["devicesPerNode"]),
+        device_count=per_node(node_name, values["nodeDevices"], values["devicesPerNode"]),
         resource_name=resource_name,
         state_dir=values["stateDir"],
         cdi_dir=values["cdiDir"],

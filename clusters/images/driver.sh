@@ -12,7 +12,8 @@ site=$(python_site driver "$pins")
 ctx=$(mktemp -d "$CACHE_ROOT/work/driver.XXXX")
 trap 'rm -rf "$ctx"' EXIT
 mkdir -p "$ctx/app"
-(cd "$repo" && tar --exclude=tests --exclude=__pycache__ -c fake_driver) | tar -C "$ctx/app" -x
+# kube/names.py: the name rules the driver's configuration shares with the suite's profiles.
+(cd "$repo" && tar --exclude=tests --exclude=__pycache__ -c fake_driver kube/__init__.py kube/names.py) | tar -C "$ctx/app" -x
 # Hash what goes into the image, so that a change to the driver's tests rebuilds nothing; the
 # site directory is named by the hash of its pins, so its name stands for its ~3000 files.
 hash=$(content_hash "$0" "$userland" "${site##*/}" "$ctx/app")

@@ -13,8 +13,16 @@ from collections import Counter
 from conformance.lib import cleanup, pods
 from conformance.lib.profile import Profile
 from fake_driver import manifests
+from fake_driver.defects import DEFECTS
 from kube.api import Api
 from kube.waits import wait_for
+
+
+def fake_driver_problems(profile: Profile) -> list[str]:
+    """What the fake driver would refuse in the profile's fakeDriver settings (none for other
+    deploy modes): found before any cluster is made."""
+    unknown = sorted(set(profile.fake_driver_defects) - set(DEFECTS))
+    return [f"fakeDriver.defects: unknown {', '.join(unknown)} (known: {', '.join(DEFECTS)})"] if unknown else []
 
 
 def fake_driver_values(profile: Profile, image: str) -> dict[str, str]:

@@ -16,15 +16,13 @@ import yaml
 from jsonschema import Draft202012Validator, ValidationError
 
 from clusters.paths import REPO_ROOT
-from fake_driver.config import device_count
-from fake_driver.defects import DEFECTS
+from kube.names import extended_resource_name_problem, per_node
 
 PROFILES_DIR = REPO_ROOT / "fixtures" / "profiles"
 WORKLOADS_DIR = REPO_ROOT / "fixtures" / "workloads"
 # JSON Schema rather than a model library: the schema file doubles as documentation that
 # vendors' editors can validate their profiles with, and jsonschema reports every error with its path.
 SCHEMA = PROFILES_DIR / "profile.schema.json"
-EXTENDED_RESOURCE_NAME = re.compile(r"^(?!kubernetes\.io/|requests\.)[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
 # Why a check that needs to know which devices a container got is not tested with a probe that
@@ -178,7 +176,7 @@ class Profile:
     def devices_on(self, node: str) -> int:
         """How many devices the driver publishes for `node`, by the profile: the same matching as
         the fake driver's `nodeDevices`, to which a fake-driver profile's counts are handed verbatim."""
-        return device_count(node, self.device_counts, 0)
+        return per_node(node, self.device_counts, 0)
 
 
 def load(name_or_path: str) -> Profile:
@@ -216,13 +214,13 @@ def _alternatives(error: ValidationError) -> str:
 
 def _semantic_problems(raw: dict, path: Path) -> list[str]:
     """What a schema cannot say: valid regular expressions with the right groups, a valid
-    extended resource name, an existing workload directory, distinct node mode values, known
-    self-check defects. Run beside the schema's checks, so it reads only what has the right shape
+    extended resource name, an existing workload directory, distinct node mode values. (Whether
+    fakeDriver's settings are the fake driver's is its own: conformance/lib/driver_setup.py.) Run beside the schema's checks, so it reads only what has the right shape
     (what has not is the schema's to name)."""
     problems = []
     name = raw.get("extendedResourceName")
-    if isinstance(name, str) and not EXTENDED_RESOURCE_NAME.match(name):
-        problems.append(f"extendedResourceName: {name!r} is not a valid extended resource name")
+    if isinstance(name, str) and (why := extended_resource_name_problem(name)):
+        problems.append(f"extendedResourceName: {name!r} is not a valid extended resource name: {why}")
     channels = _at(raw, "probe", "channels")
     patterns = {"probe.pattern": (_at(raw, "probe", "pattern"), "id"),
                 **{f"probe.channels.{n}": (t.get("pattern") if isinstance(t, dict) else t, "id")
@@ -258,10 +256,6 @@ def _semantic_problems(raw: dict, path: Path) -> list[str]:
     values = [str(v) for v in values.values()] if isinstance(values, dict) else []
     if len(set(values)) != len(values):
         problems.append(f"nodeModes.values: each mode needs its own label value, got {values}")
-    defects = _at(raw, "fakeDriver", "defects")
-    unknown = sorted({str(d) for d in defects} - set(DEFECTS)) if isinstance(defects, list) else []
-    if unknown:
-        problems.append(f"fakeDriver.defects: unknown {', '.join(unknown)} (known: {', '.join(DEFECTS)})")
     return problems
 
 

@@ -60,12 +60,18 @@ def test_patterns_names_and_defects_are_checked_beyond_the_schema(tmp_path):
     doc["extendedResourceName"] = "gpu"
     doc["probe"]["pattern"] = "^FAKEGPU (\\S+)"
     doc["probe"]["channels"] = {"env": "(?P<id>"}
-    doc["fakeDriver"]["defects"] = ["no-such-defect"]
     text = refusal(tmp_path, doc)
-    assert "extendedResourceName: 'gpu' is not a valid" in text
+    assert "extendedResourceName: 'gpu' is not a valid extended resource name: needs a domain prefix" in text
     assert "probe.pattern: needs a named group (?P<id>...)" in text
     assert "probe.channels.env: not a valid regular expression" in text
-    assert "fakeDriver.defects: unknown no-such-defect" in text
+
+
+def test_unknown_fake_driver_defects_are_refused_before_anything_is_made(tmp_path):
+    from conformance.run import load_profiles
+    doc = base()
+    doc["fakeDriver"]["defects"] = ["no-such-defect"]
+    with pytest.raises(ProfileError, match="fakeDriver.defects: unknown no-such-defect"):
+        load_profiles(write(tmp_path, doc))
 
 
 def test_device_counts_per_node_pattern_first_match_wins():
