@@ -229,8 +229,14 @@ def fetch(api: Api, namespace: str, dest: Path, timeout: float) -> int:
 
     def done() -> str:
         p = pod()
-        running = p and any(s["name"] == "results" and "running" in (s.get("state") or {})
-                            for s in (p.get("status") or {}).get("containerStatuses") or [])
+        states = {s["name"]: s.get("state") or {} for s in ((p or {}).get("status") or {}).get("containerStatuses") or []}
+        if "terminated" in states.get("results", {}):
+            # The container that holds the results ended: they can never come (e.g. the image
+            # cannot start the suite). Say why now rather than wait out the timeout.
+            logs = {c: api.logs(namespace, p["metadata"]["name"], c)[-1500:] for c in ("suite", "results")}
+            raise CommandError(f"job {namespace}/{NAME} ended without results: containers {states}; "
+                               f"last output: {logs}")
+        running = "running" in states.get("results", {})
         return running and api.exec(namespace, p["metadata"]["name"],
                                     ["sh", "-c", f"cat {RESULTS_MOUNT}/done 2>/dev/null || true"], "results").strip()
 

@@ -96,6 +96,22 @@ def test_entrypoint_writes_what_hydrophone_and_sonobuoy_collect(monkeypatch, tmp
     assert config["clusters"][0]["cluster"]["server"] == "https://10.96.0.1:443"
 
 
+def test_a_job_whose_results_container_ended_is_reported_at_once_with_its_output(tmp_path):
+    class CrashedJob:
+        def get(self, *args):
+            return {"metadata": {"name": incluster.NAME}}
+
+        def list(self, *args, **kwargs):
+            crashed = {"terminated": {"exitCode": 1}}
+            return [{"metadata": {"name": "job-pod"}, "status": {"containerStatuses": [
+                {"name": "suite", "state": crashed}, {"name": "results", "state": crashed}]}}]
+
+        def logs(self, namespace, pod, container):
+            return "ModuleNotFoundError: No module named 'grpc'"
+    with pytest.raises(incluster.CommandError, match="ended without results.*No module named 'grpc'"):
+        incluster.fetch(CrashedJob(), "kep5004-conformance", tmp_path / "r.tar.gz", timeout=3600)
+
+
 def test_fetch_without_the_job_is_one_line_not_an_hour_of_waiting(tmp_path, capsys):
     class NoJob:
         def get(self, *args):
