@@ -7,7 +7,10 @@ memory then point to different nodes, so the node a pod lands on tells what was 
   seeded node, LeastAllocated spreads to the other one (SCORE-1);
 - with the default list (cpu, memory) the name must not count: MostAllocated follows the ballast;
 - with NodeResourcesFit's and BalancedAllocation's scores off, what is left (DynamicResources
-  among it) gives extended resources nothing: where pods land is recorded (SCORE-2).
+  among it) must give extended resources nothing: the two nodes tie, and the scheduler picks
+  either at random. Twelve pods placed one after the other test that with a two-sided binomial
+  test at 1 % (SCORE-2): a scorer that favours one node every time fails it always, one that
+  favours it nine times in ten two times in three.
 The pods pick the suite's scheduler profiles (conftest.py) by name; other pods are unaffected.
 """
 from __future__ import annotations
@@ -19,12 +22,14 @@ import pytest
 from conformance.lib import pods
 from conformance.lib.checks import Checks
 from conformance.lib.steps import setup_checks
+from conformance.lib.ties import tie_p_value
 from conformance.suite.conftest import Target
 from conformance.suite.scoring.conftest import CPU_MEMORY_ONLY, LEAST_ALLOCATED, MOST_ALLOCATED, NO_FIT_SCORE
 
 pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("scoring_scheduler")]
 BALLAST_SHARE = 0.25  # of the ballast node's allocatable cpu
-NO_FIT_SAMPLES = 4
+NO_FIT_SAMPLES = 12
+SIGNIFICANCE = 0.01
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,12 @@ def test_other_scorers_give_extended_resources_nothing(check: Checks, target: Ta
                                                        unequal: Unequal) -> None:
     landed = [_landing(target, module_namespace, f"no-fit-{i}", NO_FIT_SCORE) for i in range(NO_FIT_SAMPLES)]
     counts = {node: landed.count(node) for node in (unequal.seeded, unequal.ballast)}
-    check.observe("SCORE-2", f"with NodeResourcesFit and BalancedAllocation not scoring, {NO_FIT_SAMPLES} one-device "
-                             f"pods landed {counts[unequal.seeded]}x on {unequal.seeded} (all devices but one in "
-                             f"use) and {counts[unequal.ballast]}x on {unequal.ballast} (devices free): with no "
-                             "score for extended resources the choice is a tie broken at random")
+    p_value = tie_p_value(counts[unequal.seeded], NO_FIT_SAMPLES)
+    check.that("SCORE-2", p_value >= SIGNIFICANCE,
+               f"with NodeResourcesFit and BalancedAllocation not scoring, {NO_FIT_SAMPLES} one-device pods landed "
+               f"{counts[unequal.seeded]}x on {unequal.seeded} (all devices but one in use) and "
+               f"{counts[unequal.ballast]}x on {unequal.ballast} (devices free): were the two nodes tied, as they "
+               f"are when no score counts extended resources, so uneven a split has probability {p_value:.4f} "
+               f"(below {SIGNIFICANCE}): a remaining scorer counts the devices")
+    check.observe("SCORE-2", f"{counts[unequal.seeded]} of {NO_FIT_SAMPLES} on the node with its devices in use, "
+                             f"p = {p_value:.3f} for a tie")
