@@ -103,7 +103,7 @@ def test_invalid_pod_resource_name_is_rejected(target: Target, check: Checks, na
                              "a pod requesting 'invalid_resource_name'")
 
 
-# case -> (limit, request) of the profile's explicit name, each breaking one extended-resource rule
+# case -> (limit, request) of an explicit name, each breaking one extended-resource rule
 QUANTITY_RULES = {
     "request-below-limit": ("2", "1"),
     "fractional": ("1500m", "1500m"),
@@ -114,7 +114,11 @@ QUANTITY_RULES = {
 @pytest.mark.requirement("API-5")
 @pytest.mark.parametrize("case", sorted(QUANTITY_RULES))
 def test_extended_resource_quantity_rules_hold(target: Target, check: Checks, namespace: str, case: str) -> None:
-    ern, (limit, req) = target.profile.extended_resource_name, QUANTITY_RULES[case]
+    # API-5 is pod validation of explicit names, mapped by a class or not: a driver installed with
+    # the implicit name only is judged on a name of the same shape (implicit names follow other
+    # rules, API-6).
+    ern = target.profile.explicit_name or "example.com/kep5004-quantity"
+    limit, req = QUANTITY_RULES[case]
     c = pods.container("main", target.profile, {})
     c["resources"] = {"requests": {ern: req}, **({"limits": {ern: limit}} if limit else {})}
     check_refused_as_invalid(check, ("API-5",), lambda: target.api.create(pods.pod("quantity", [c]), namespace),
