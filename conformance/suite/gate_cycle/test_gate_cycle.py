@@ -21,7 +21,7 @@ from conformance.lib.profile import Profile
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claim_status
 from conformance.lib.steps import setup_checks
 from conformance.lib.workloads import probe_container
-from conformance.suite.conftest import Target
+from conformance.suite.conftest import Target, needs_explicit_name
 from clusters import gates
 from clusters.nodes import KindNodes
 from clusters.versions import FEATURE_GATE
@@ -43,7 +43,9 @@ READMISSION = 60  # s: a restarted kubelet re-admits its running pods within sec
 @dataclass
 class Before:
     """What was started while the gate was on."""
-    explicit: survivors.Snapshot  # must come through the cycle
+    # must come through the cycle; None for a driver installed with the implicit name only, whose
+    # pods all ask for that name and are judged as the implicit-name pod
+    explicit: survivors.Snapshot | None
     implicit: survivors.Snapshot  # must too; re-admitted by kubelets restarted with the gate off (BUG-9)
     doomed: survivors.Snapshot    # deleted while the gate is off
     device_class: str             # created with extendedResourceName while on
@@ -86,11 +88,13 @@ def test_gate_locked_on_unless_an_older_version_is_emulated(check: Checks, targe
 def before(request: pytest.FixtureRequest, target: Target, module_namespace: str, gate: Gate) -> Before:
     p = target.profile
     setup = setup_checks("starting the pods with the gate on")
+    wanted = [("implicit", p.implicit_resource_name, "NAME-2"), ("doomed", p.extended_resource_name, p.served_by)]
+    if p.explicit_name:
+        wanted.insert(0, ("explicit", p.explicit_name, "NAME-1"))
     started = {name: survivors.snapshot(scenario.run_pod_and_verify(
                    target, setup, module_namespace, _gpu_pod(target, name, resource), served_by=served_by))
-               for name, resource, served_by in (("explicit", p.extended_resource_name, p.served_by),
-                                                 ("implicit", p.implicit_resource_name, "NAME-2"),
-                                                 ("doomed", p.extended_resource_name, p.served_by))}
+               for name, resource, served_by in wanted}
+    started.setdefault("explicit", None)
     cls = pods.create_device_class(target.api, request, p.driver, EXPLICIT_CLASS_NAME, prefix="gate-on")
     return Before(**started, device_class=cls["metadata"]["name"])
 
@@ -103,6 +107,8 @@ def gate_off(before: Before, gate: Gate) -> Before:
 
 @pytest.mark.requirement("GATE-2")
 def test_explicit_name_pods_survive_switching_off(check: Checks, target: Target, gate_off: Before) -> None:
+    needs_explicit_name(target.profile)
+    assert gate_off.explicit is not None
     survivors.check_unchanged(target, check, [gate_off.explicit], "GATE-2", "switching the gate off")
 
 
@@ -168,22 +174,25 @@ def test_pod_status_field_dropped_while_off(check: Checks, target: Target, modul
     check.that("API-8", claim_status(stored) is None,
                f"a status update adding extendedResourceClaimStatus was stored with the gate off: {claim_status(stored)}")
     # A status update of a pod that already carries the field must keep it: touch only a condition of ours.
-    name = gate_off.explicit.name
+    carrier = gate_off.explicit or gate_off.implicit  # a pod whose status names its special claim
+    name = carrier.name
     statuses.patch(name=name, namespace=module_namespace,
                    body={"status": {"conditions": [{"type": TOUCHED, "status": "True"}]}},
                    content_type="application/strategic-merge-patch+json")
     updated = pods.get(api, module_namespace, name)
     assert pods.condition(updated, TOUCHED), f"the status update of pod {name} was not applied: {updated.get('status')}"
-    check.that("API-8", (claim_status(updated) or {}).get("resourceClaimName") == gate_off.explicit.claim,
+    check.that("API-8", (claim_status(updated) or {}).get("resourceClaimName") == carrier.claim,
                f"a status update with the gate off dropped pod {name}'s extendedResourceClaimStatus "
-               f"(naming {gate_off.explicit.claim} before): {claim_status(updated)}")
+               f"(naming {carrier.claim} before): {claim_status(updated)}")
 
 
 # What is done while the gate is off are fixtures too, so that switching it back on always follows them.
 @pytest.fixture(scope="module")
-def waiting(target: Target, module_namespace: str, gate_off: Before) -> str:
-    """A pod asking for the explicit name, created while the gate is off."""
-    target.api.create(_gpu_pod(target, "waiting", target.profile.extended_resource_name, count=1), module_namespace)
+def waiting(target: Target, module_namespace: str, gate_off: Before) -> str | None:
+    """A pod asking for the explicit name, created while the gate is off (none without one)."""
+    if not target.profile.explicit_name:
+        return None
+    target.api.create(_gpu_pod(target, "waiting", target.profile.explicit_name, count=1), module_namespace)
     return "waiting"
 
 
@@ -207,7 +216,9 @@ def doomed_deleted(target: Target, module_namespace: str, gate_off: Before) -> D
 
 @pytest.mark.requirement("GATE-1")
 def test_new_pods_stay_pending_without_claim_while_off(check: Checks, target: Target, module_namespace: str,
-                                                       waiting: str) -> None:
+                                                       waiting: str | None) -> None:
+    needs_explicit_name(target.profile)
+    assert waiting is not None
     # 30 s like the upstream gate-cycle test; without device plugin the scheduler finds no node.
     pods.check_stays_unscheduled(target.api, check, module_namespace, waiting, "GATE-1", duration=30)
 
@@ -233,14 +244,14 @@ def test_claims_collected_while_off(check: Checks, target: Target, module_namesp
 
 
 @pytest.fixture(scope="module")
-def gate_on_again(target: Target, gate_off: Before, waiting: str, waiting_implicit: str,
+def gate_on_again(target: Target, gate_off: Before, waiting: str | None, waiting_implicit: str,
                   doomed_deleted: Doomed, gate: Gate) -> list[survivors.Snapshot]:
     """Switch the gate back on; the pods that must come through it: the explicit-name pod, and the
     implicit-name pod unless switching the gate off stopped it (BUG-9)."""
     implicit = target.api.get("v1", "Pod", gate_off.implicit.name, gate_off.implicit.namespace) or {}
     running = (implicit.get("status") or {}).get("phase") == "Running"
     gate.set(True)
-    return [gate_off.explicit, *([gate_off.implicit] if running else [])]
+    return [*([gate_off.explicit] if gate_off.explicit else []), *([gate_off.implicit] if running else [])]
 
 
 def _claim_on(name: str, profile: Profile, ids: list[str]) -> Obj:
@@ -256,18 +267,18 @@ def _claim_on(name: str, profile: Profile, ids: list[str]) -> Obj:
 
 
 @pytest.mark.requirement("GATE-3", "GATE-2", "UPGRADE-2")
-def test_service_resumes_after_switching_on(check: Checks, target: Target, module_namespace: str, waiting: str,
+def test_service_resumes_after_switching_on(check: Checks, target: Target, module_namespace: str, waiting: str | None,
                                             waiting_implicit: str, doomed_deleted: Doomed,
                                             gate_on_again: list[survivors.Snapshot]) -> None:
     api, p, ns = target.api, target.profile, module_namespace
     survivors.check_unchanged(target, check, gate_on_again, "GATE-3", "switching the gate back on")
     with check("GATE-3", stop=True):
-        pending = [pods.wait_running(api, ns, name, timeout=180) for name in (waiting, waiting_implicit)]
+        pending = [pods.wait_running(api, ns, name, timeout=180) for name in (waiting, waiting_implicit) if name]
     started = [scenario.verify_served(target, check, pod, as_id="GATE-3").pod for pod in pending]
     started += [scenario.run_pod_and_verify(target, check, ns, _gpu_pod(target, name, resource, count=1),
                                             as_id="GATE-3").pod
-                for name, resource in (("after", p.extended_resource_name),
-                                       ("after-implicit", p.implicit_resource_name))]
+                for name, resource in [*([("after", p.explicit_name)] if p.explicit_name else []),
+                                       ("after-implicit", p.implicit_resource_name)]]
 
     # The devices of the pod deleted while the gate was off must serve pods again once it is back
     # on (the kubelet unprepares its claim): pods started now get those devices and their
