@@ -48,6 +48,12 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+def _first_line(text: str) -> str:
+    """A failed check's statement: its first line (what follows is the objects observed)."""
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def _cause(report: str) -> str:
     """What broke a test, from pytest's report: its first `E ` line (the exception and its message;
     the report's last line is only where it was raised), else the last line."""
@@ -118,7 +124,7 @@ def _decide(req: Requirement, found: list[_Outcome]) -> Verdict:
     if req.informational and verdict == PASSED:
         verdict = OBSERVED  # describes behaviour: what held is what was seen, not a pass
     chosen = [o for o in found if o.verdict == verdict or (verdict == OBSERVED and o.verdict == PASSED)]
-    reasons = [(o.test, _last_line(o.message) if o.verdict == FAILED else o.message.strip())
+    reasons = [(o.test, _first_line(o.message) if o.verdict == FAILED else o.message.strip())
                for o in chosen if o.message.strip() or o.verdict != PASSED]
     # Observations and clauses not tested stay visible whatever decided the verdict.
     reasons += [(o.test, f"{o.verdict}: {o.message.strip()}") for o in found

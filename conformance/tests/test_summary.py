@@ -247,3 +247,9 @@ def test_a_driver_installed_without_an_explicit_name_is_certified_for_the_implic
     # ... and not where anything else is open too.
     other = _all("passed", MIXED_1="not tested", KUBELET_1="not tested")
     assert summary.driver_verdict(other, explicit_name=False)["verdict"] == "incomplete"
+
+
+def test_a_failed_check_is_summed_up_by_its_statement_not_by_the_objects_shown_after_it():
+    message = "pod p stopped after switching the gate back on; seen: {\n \"phase\": \"Succeeded\"\n}"
+    got = by_id([record("t::g", "failed", ["GATE-3"], [("GATE-3", "failed", message)])])
+    assert got["GATE-3"].reasons == ["t::g: pod p stopped after switching the gate back on; seen: {"]
