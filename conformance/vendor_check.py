@@ -113,8 +113,11 @@ def restricted_kubeconfig(cluster: lifecycle.Cluster, profile_path: Path, namesp
 
 
 def run_suite(kubeconfig: Path, profile_path: Path, out: Path) -> tuple[int, str]:
+    # As on a vendor's cluster, whose nodes' containers the suite cannot reach: the scoring tests
+    # reconfigure kube-scheduler on the kind nodes of this host, which the in-cluster ways cannot
+    # do either (SCORE-1/2 are `not tested` there), so the verdicts stay comparable.
     cmd = [sys.executable, "-m", "conformance.run", "--kubeconfig", str(kubeconfig), "--profile",
-           str(profile_path), "--disruptive", "--out", str(out)]
+           str(profile_path), "--disruptive", "-k", "not scoring", "--out", str(out)]
     log(" ".join(cmd[1:]))
     done = subprocess.run(cmd, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
     sys.stderr.write(done.stderr[-3000:])
