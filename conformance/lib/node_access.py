@@ -9,6 +9,8 @@ naming the refusal, never as the requirement under test.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from conformance.lib import cleanup, pods
 from conformance.lib.profile import NodeAccess, Profile
@@ -28,24 +30,38 @@ def host_pod(name: str, node: str, access: NodeAccess, pull_policy: str, command
                                      "command": command, "securityContext": {"privileged": True}}]}}
 
 
-def run_on_node(api: Api, profile: Profile, node: str, command: list[str], what: str, timeout: float = 180) -> Obj:
-    """Run `command` on `node` through the profile's node access; the finished pod (its
-    creationTimestamp is the API server's clock before the command ran). An AssertionError (not
-    a requirement's failure: callers run it outside their checks) if it could not run or exited
-    non-zero."""
+@contextmanager
+def _on_node(api: Api, profile: Profile, node: str, command: list[str]) -> Iterator[tuple[str, Obj]]:
+    """The host pod running `command` on `node`, in a namespace of its own, both gone after."""
     access = profile.node_access
     assert access is not None, NO_CAPABILITY
     namespace = f"kep5004-node-{uuid.uuid4().hex[:8]}"
     cleanup.new_namespace(api, namespace, profile.workload_pull_secret, privileged=True)
     try:
-        api.create(host_pod("host", node, access, profile.workload_pull_policy, command), namespace)
-        done = pods.wait_phase(api, namespace, "host", ("Succeeded", "Failed"), timeout=timeout)
-        output = api.logs(namespace, "host", "host")
-        assert done["status"]["phase"] == "Succeeded", \
-            f"{what} on {node} through nodeAccess failed: {pods.summary(api, namespace, 'host')}; output: {output[-400:]!r}"
-        return done
+        yield namespace, api.create(host_pod("host", node, access, profile.workload_pull_policy, command), namespace)
     finally:
         api.delete("v1", "Namespace", namespace)
+
+
+def _wait_kubelet_started(api: Api, node: str, since: str, timeout: float, after: str) -> None:
+    wait_for(lambda: started_since(api, node, since), timeout=timeout, interval=1,
+             what=f"the kubelet of {node} to report that it started again after {after} (event reason Starting)",
+             describe=lambda: f"last Starting events: {[_stamp(e) for e in _starting(api, node)][-3:]}")
+
+
+def restart_kubelet(api: Api, profile: Profile, node: str, timeout: float = 180) -> None:
+    """Restart the kubelet of `node` and see that it did: a command that exits 0 without a
+    restart would let a test judge pods that were never disturbed. An AssertionError (not a
+    requirement's failure: callers run it outside their checks) where it could not."""
+    access = profile.node_access
+    assert access is not None, NO_CAPABILITY
+    with _on_node(api, profile, node, list(access.restart_kubelet)) as (namespace, pod):
+        done = pods.wait_phase(api, namespace, "host", ("Succeeded", "Failed"), timeout=timeout)
+        output = api.logs(namespace, "host", "host")
+        assert done["status"]["phase"] == "Succeeded", (
+            f"restarting the kubelet on {node} through nodeAccess failed: {pods.summary(api, namespace, 'host')}; "
+            f"output: {output[-400:]!r}")
+    _wait_kubelet_started(api, node, pod["metadata"]["creationTimestamp"], 60, "the restart command ran")
 
 
 NO_REBOOT = "the profile's nodeAccess gives no reboot command, so the suite cannot restart a machine"
@@ -53,33 +69,14 @@ NO_REBOOT = "the profile's nodeAccess gives no reboot command, so the suite cann
 
 def reboot(api: Api, profile: Profile, node: str, timeout: float = 600) -> None:
     """Restart the machine of `node` with the profile's reboot command, and see that its kubelet
-    started again after it (the pod that ran the command goes down with the machine)."""
+    started again after it and the node is Ready (the pod that ran the command goes down with
+    the machine)."""
     access = profile.node_access
     assert access is not None and access.reboot, NO_REBOOT if access else NO_CAPABILITY
-    namespace = f"kep5004-node-{uuid.uuid4().hex[:8]}"
-    cleanup.new_namespace(api, namespace, profile.workload_pull_secret, privileged=True)
-    try:
-        since = api.create(host_pod("host", node, access, profile.workload_pull_policy, list(access.reboot)),
-                           namespace)["metadata"]["creationTimestamp"]
-        wait_for(lambda: started_since(api, node, since), timeout=timeout, interval=2,
-                 what=f"the kubelet of {node} to start again after the reboot command ran (event reason Starting)",
-                 describe=lambda: f"last Starting events: {[_stamp(e) for e in _starting(api, node)][-3:]}")
+    with _on_node(api, profile, node, list(access.reboot)) as (_, pod):
+        _wait_kubelet_started(api, node, pod["metadata"]["creationTimestamp"], timeout, "the reboot command ran")
         wait_for(lambda: pods.condition(api.get("v1", "Node", node) or {}, "Ready").get("status") == "True",
                  timeout=timeout, interval=2, what=f"node {node} Ready after the reboot")
-    finally:
-        api.delete("v1", "Namespace", namespace)
-
-
-def restart_kubelet(api: Api, profile: Profile, node: str) -> None:
-    """Restart the kubelet of `node`, and see that it did: a command that exits 0 without a
-    restart would let a test judge pods that were never disturbed."""
-    access = profile.node_access
-    assert access is not None, NO_CAPABILITY
-    ran = run_on_node(api, profile, node, list(access.restart_kubelet), "restarting the kubelet")
-    since = ran["metadata"]["creationTimestamp"]
-    wait_for(lambda: started_since(api, node, since), timeout=60, interval=1,
-             what=f"the kubelet of {node} to report that it started again after {since} (event reason Starting)",
-             describe=lambda: f"last Starting events: {[_stamp(e) for e in _starting(api, node)][-3:]}")
 
 
 def _starting(api: Api, node: str) -> list[Obj]:

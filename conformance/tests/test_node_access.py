@@ -24,7 +24,7 @@ class Cluster:
 
     def create(self, obj: dict, namespace: str | None = None) -> dict:
         self.created.append((obj, namespace))
-        return obj
+        return {**obj, "metadata": {**obj["metadata"], "creationTimestamp": POD_CREATED}}  # as the server answers
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         if kind == "Pod":
@@ -87,12 +87,11 @@ def test_a_reboot_is_seen_in_a_new_kubelet_start_and_the_node_ready_again() -> N
     api = Cluster("Running", [starting("2026-12-07T01:02:00Z")])
     api.get = lambda v, kind, name, ns=None: {"metadata": {"name": name, "creationTimestamp": POD_CREATED},  # type: ignore[method-assign]
                                                "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
-    api.create = lambda obj, namespace=None: {**obj, "metadata": {**obj["metadata"], "creationTimestamp": POD_CREATED}}  # type: ignore[method-assign]
     node_access.reboot(api, p, "node-a")
     set_timeout_scale(0.001)
     try:
         api.events = [starting("2026-12-06T23:00:00Z")]  # a command that did not reboot anything
-        with pytest.raises(WaitTimeout, match="the kubelet of node-a to start again after the reboot"):
+        with pytest.raises(WaitTimeout, match="the kubelet of node-a to report that it started again after the reboot"):
             node_access.reboot(api, p, "node-a")
     finally:
         set_timeout_scale(1.0)
