@@ -26,11 +26,13 @@ $(DEPS_STAMP):
 	$(PY) -m pip install --quiet -r $(VENV)/requirements.txt
 	@rm -f $(VENV)/.deps-*; touch $@
 
-# Undefined names and unused imports in every tracked Python file (generated code is untracked).
-# actionlint checks the nightly workflow (built from its Go module at a pinned version).
+# ruff: lint and formatting of every Python file (its settings in pyproject.toml; generated
+# protocol code excepted). actionlint checks the nightly workflow (built from its Go module at a
+# pinned version).
 ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 lint: venv
-	$(PY) -m pyflakes $$(git ls-files '*.py')
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	go run $(ACTIONLINT) -shellcheck= -pyflakes= .github/workflows/*.yml
 
 protos: venv

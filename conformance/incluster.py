@@ -40,7 +40,8 @@ from clusters.paths import REPO_ROOT
 from clusters.shell import CommandError
 from conformance.cli import guarded
 from conformance.invocation import prog
-from conformance.lib import permissions, profile as profiles
+from conformance.lib import permissions
+from conformance.lib import profile as profiles
 from conformance.report import junit, summary
 from kube.api import Api
 from kube.waits import wait_for

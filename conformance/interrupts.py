@@ -29,11 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.nodes import KIND_CLUSTER_LABEL
-from clusters.paths import REPORTS_DIR, REPO_ROOT, cache_root
-from clusters.shell import run
 from clusters import lifecycle
 from clusters.images import BuiltImages, ImagesMissingError
+from clusters.nodes import KIND_CLUSTER_LABEL
+from clusters.paths import REPO_ROOT, REPORTS_DIR, cache_root
+from clusters.shell import run
 from clusters.topology import ClusterSpec
 from clusters.versions import default_version, resolve, supported_versions
 from conformance.cli import guarded

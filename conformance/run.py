@@ -40,7 +40,8 @@ from clusters.versions import KubeVersion, UnknownVersionError, resolve, support
 from conformance.cli import guarded
 from conformance.fanout import Fanout
 from conformance.invocation import prog
-from conformance.lib import cleanup, driver_setup, permissions, preflight, profile as profiles
+from conformance.lib import cleanup, driver_setup, permissions, preflight
+from conformance.lib import profile as profiles
 from conformance.report import coverage, junit, summary
 from kube.api import Api
 from kube.features import VERSIONS, DRAExtendedResource

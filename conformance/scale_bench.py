@@ -33,9 +33,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from clusters import control_plane, lifecycle, scheduler
-from clusters.lifecycle import Cluster
 from clusters.host import require_engine
 from clusters.images import BuiltImages
+from clusters.lifecycle import Cluster
 from clusters.nodes import KindNodes
 from clusters.paths import CLUSTERS_DIR, REPORTS_DIR, cache_root
 from clusters.topology import ClusterSpec

@@ -24,10 +24,11 @@ from clusters.images import BuiltImages
 from clusters.paths import REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
-from conformance.cli import guarded
 from conformance import run as runner
+from conformance.cli import guarded
 from conformance.invocation import prog
-from conformance.lib import driver_setup, profile as profiles
+from conformance.lib import driver_setup
+from conformance.lib import profile as profiles
 from conformance.report import summary
 from fake_driver.defects import DEFECTS
 from kube.api import Api

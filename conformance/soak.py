@@ -22,8 +22,8 @@ from clusters.images import BuiltImages
 from clusters.paths import REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
-from conformance.cli import guarded
 from conformance import run as runner
+from conformance.cli import guarded
 from conformance.invocation import prog
 from conformance.lib.profile import load
 

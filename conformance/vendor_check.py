@@ -32,11 +32,12 @@ from clusters.images import BuiltImages
 from clusters.paths import REPO_ROOT, REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import default_version
-from conformance.cli import guarded
 from conformance import incluster
-from conformance.report import summary
+from conformance.cli import guarded
 from conformance.invocation import prog
-from conformance.lib import driver_setup, profile as profiles
+from conformance.lib import driver_setup
+from conformance.lib import profile as profiles
+from conformance.report import summary
 from kube.api import Api
 
 # The drivers a rehearsal installs by hand, each described by the shipped profile of its name.
@@ -125,7 +126,7 @@ def run_suite(kubeconfig: Path, profile_path: Path, out: Path) -> tuple[int, str
 
 
 def verdicts_in_log(text: str) -> dict[str, str]:
-    line = next((l for l in text.splitlines() if l.startswith(incluster.VERDICTS_PREFIX)), None)
+    line = next((row for row in text.splitlines() if row.startswith(incluster.VERDICTS_PREFIX)), None)
     return json.loads(line.split(" ", 1)[1]) if line else {}
 
 
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                                             drop="deviceclasses")
         code, err = run_suite(refused_cfg, profile_path, args.out / "refused")
         results["missing permission"] = {"exit": code, "message": next(
-            (l for l in err.splitlines() if "lack" in l), err.strip().splitlines()[-1:])}
+            (row for row in err.splitlines() if "lack" in row), err.strip().splitlines()[-1:])}
         cluster.kubectl("delete", "namespace", "kep5004-refused", "--wait=true")
         cluster.kubectl("delete", "clusterrole,clusterrolebinding", f"{incluster.NAME}:kep5004-refused")
 

@@ -10,7 +10,13 @@ from pathlib import Path
 
 from conformance.catalogue.loader import CatalogueError, load
 from conformance.catalogue.model import (
-    Catalogue, Gate, KnownBug, Requirement, Source, Status, UnknownRequirementError,
+    Catalogue,
+    Gate,
+    KnownBug,
+    Requirement,
+    Source,
+    Status,
+    UnknownRequirementError,
 )
 from conformance.catalogue.versions import Minor, VersionRange, format_minor, parse_minor
 from kube.features import VersionInfo, VersionTable

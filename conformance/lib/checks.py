@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+
 from conformance.catalogue import catalogue
 
 PASSED = "passed"

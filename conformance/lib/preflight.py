@@ -17,17 +17,16 @@ publishes on that node, then the canary is removed (and its devices freed) befor
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from pathlib import Path
-
 import time
 import uuid
 from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from clusters import health
 from clusters.topology import parse_gates
-from conformance.lib.checks import FAILED, NOT_TESTED, PASSED
 from conformance.lib import cleanup, pods
+from conformance.lib.checks import FAILED, NOT_TESTED, PASSED
 from conformance.lib.driver_setup import dra_nodes, published_devices
 from conformance.lib.profile import Profile
 from conformance.lib.special_claim import CLAIM_LIMIT, RESOURCE_API, allocation_results

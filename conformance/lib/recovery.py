@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from conformance.lib import driver_state, pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.scenario import Served
-from conformance.lib.survivors import Snapshot
 from conformance.lib.special_claim import RESOURCE_API, allocated_devices, is_special, special_claims_of
+from conformance.lib.survivors import Snapshot
 from kube.api import TRANSIENT_ERRORS, Api
 from kube.waits import wait_for
 

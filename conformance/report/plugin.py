@@ -18,7 +18,6 @@ import pytest
 
 from conformance.catalogue import requirement as lookup
 from conformance.catalogue.model import UnknownRequirementError
-
 from conformance.lib.checks import PROPERTY, ChargedTo, Check, Checks
 from conformance.report.markers import MARKER, requirement_ids
 

@@ -24,7 +24,15 @@ from clusters.versions import KubeVersion, UnknownVersionError
 from conformance.catalogue import catalogue
 from conformance.catalogue.model import Requirement
 from conformance.lib.checks import (
-    DEVIATES, ERROR, FAILED, NOT_APPLICABLE, NOT_TESTED, OBSERVED, PASSED, PRECEDENCE, Check,
+    DEVIATES,
+    ERROR,
+    FAILED,
+    NOT_APPLICABLE,
+    NOT_TESTED,
+    OBSERVED,
+    PASSED,
+    PRECEDENCE,
+    Check,
 )
 
 

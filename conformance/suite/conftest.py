@@ -18,9 +18,10 @@ from clusters.nodes import KindNodes
 from clusters.shell import CommandError
 from clusters.versions import KubeVersion
 from conformance.catalogue import catalogue, requirement
-from conformance.lib import cleanup, diagnostics, driver_state, preflight, profile as profiles
-from conformance.lib.driver_setup import dra_nodes
+from conformance.lib import cleanup, diagnostics, driver_state, preflight
+from conformance.lib import profile as profiles
 from conformance.lib.checks import Checks
+from conformance.lib.driver_setup import dra_nodes
 from conformance.lib.profile import Profile
 from conformance.report.markers import requirement_ids
 from kube.api import Api

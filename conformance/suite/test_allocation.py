@@ -14,7 +14,12 @@ from conformance.catalogue import catalogue
 from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.special_claim import (
-    CLAIM_LIMIT, as_scheduled, claim_status, claims_owned_by, current_version, incomplete_at_scheduling,
+    CLAIM_LIMIT,
+    as_scheduled,
+    claim_status,
+    claims_owned_by,
+    current_version,
+    incomplete_at_scheduling,
 )
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target

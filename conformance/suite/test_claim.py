@@ -8,12 +8,17 @@ from conformance.catalogue import requirement
 from conformance.lib import driver_state, pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.quota import CLAIM_COUNT, initialised, quota, settle
-from conformance.lib.special_claim import claim_status, claims_owned_by, plain_init_containers, request_naming, special_claim
+from conformance.lib.special_claim import (
+    claim_status,
+    claims_owned_by,
+    plain_init_containers,
+    request_naming,
+    special_claim,
+)
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
 from kube.api import RESOURCE_API, Obj
 from kube.waits import holds_for
-
 
 
 @pytest.mark.requirement("ALLOC-4", "ALLOC-5")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from kubernetes.client.exceptions import ApiException
+
 from conformance.catalogue import requirement
 from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
@@ -20,8 +22,6 @@ from conformance.lib.writes import accepted, refused_as_invalid
 from conformance.suite.conftest import Target, needs_explicit_name
 from kube.api import Api, Obj
 from kube.waits import wait_for
-from kubernetes.client.exceptions import ApiException
-
 
 # layout name -> devices asked for by each regular container, in order
 # Ends the ephemeral container's probe output: the probe's exit status follows it.

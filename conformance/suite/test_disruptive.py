@@ -13,8 +13,15 @@ import pytest
 
 from conformance.lib import node_access, pods, recovery
 from conformance.lib.checks import Checks
-from conformance.lib.disruption import (ARRIVING, RUNNING, arrive, driver_killed_while_preparing, kubelet_restarted,
-                                        machine_restarted, start_served)
+from conformance.lib.disruption import (
+    ARRIVING,
+    RUNNING,
+    arrive,
+    driver_killed_while_preparing,
+    kubelet_restarted,
+    machine_restarted,
+    start_served,
+)
 from conformance.lib.special_claim import RESOURCE_API
 from conformance.suite.conftest import Target
 

@@ -14,15 +14,22 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import requirement
-from conformance.lib import devices as devices_lib, pods, profile as profiles, scenario
+from conformance.lib import devices as devices_lib
+from conformance.lib import pods, scenario
+from conformance.lib import profile as profiles
 from conformance.lib.checks import Checks
 from conformance.lib.resolution import misresolved, resolution
 from conformance.lib.special_claim import claim_status, expected_requests, special_claim
-from conformance.lib.workloads import (WORKLOAD_KINDS, apply_manifest, load_manifest, pods_of, probe_container,
-                                        requested_names)
+from conformance.lib.workloads import (
+    WORKLOAD_KINDS,
+    apply_manifest,
+    load_manifest,
+    pods_of,
+    probe_container,
+    requested_names,
+)
 from conformance.suite.conftest import Target
 from kube.waits import wait_for
-
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

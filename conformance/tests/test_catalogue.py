@@ -9,7 +9,14 @@ import pytest
 import yaml
 
 from conformance.catalogue import (
-    CatalogueError, Gate, Status, UnknownRequirementError, catalogue, load, requirement, select,
+    CatalogueError,
+    Gate,
+    Status,
+    UnknownRequirementError,
+    catalogue,
+    load,
+    requirement,
+    select,
 )
 from conformance.catalogue.__main__ import main
 from conformance.catalogue.markdown import COMMAND, render

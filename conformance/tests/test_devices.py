@@ -69,6 +69,7 @@ def test_a_channel_with_ids_of_its_own_must_name_the_same_devices_its_own_way():
     """Files show each GPU's uuid, environment variables its name: both must agree on the devices."""
     import dataclasses
     import re
+
     from conformance.lib.profile import Channel
     base = load("fake-gpu")
     env = Channel("environment variables", re.compile(r"^GPU=(?P<id>\S+)$", re.MULTILINE), own_ids=True)

@@ -11,7 +11,8 @@ from jsonschema import Draft202012Validator
 
 from clusters.paths import REPO_ROOT
 from conformance import incluster
-from conformance.lib import permissions, profile as profiles
+from conformance.lib import permissions
+from conformance.lib import profile as profiles
 from conformance.lib.profile import PROFILES_DIR
 
 EXAMPLE = PROFILES_DIR / "example-gpu.yaml"

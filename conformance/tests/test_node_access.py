@@ -6,7 +6,6 @@ import pytest
 from conformance.lib import node_access
 from conformance.lib.profile import load
 
-
 POD_CREATED = "2026-12-07T01:00:00Z"
 
 
@@ -81,6 +80,7 @@ def test_a_restart_command_that_exits_0_without_a_new_kubelet_start_is_an_error(
 
 def test_a_reboot_is_seen_in_a_new_kubelet_start_and_the_node_ready_again() -> None:
     import dataclasses
+
     from kube.waits import WaitTimeout, set_timeout_scale
     p = load("fake-gpu")
     p = dataclasses.replace(p, node_access=dataclasses.replace(p.node_access, reboot=("reboot",)))

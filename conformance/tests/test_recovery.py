@@ -85,6 +85,7 @@ def test_the_driver_is_judged_on_claims_it_came_to_hold_during_the_test_only(mon
     failure; one of the test's own, gone but still held, is."""
     import dataclasses
     import re
+
     from conformance.lib.checks import Check, Checks
     from conformance.lib.profile import NodeState, load
     from conformance.lib.scenario import Served

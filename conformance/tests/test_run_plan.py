@@ -74,6 +74,7 @@ def test_the_disruptive_permissions_are_asked_for_only_with_the_disruptive_tests
 
 def test_secret_permissions_are_asked_for_only_with_a_workload_pull_secret():
     import dataclasses
+
     from conformance.lib import permissions
     from conformance.lib.profile import load
     plain = load("example-gpu")

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from fake_driver import cdi
+from fake_driver.defects import neighbour
 from fake_driver.dra_plugin.checkpoint import Allocation, Checkpoint, PreparedClaim
 from fake_driver.dra_plugin.kube_api import KubeApi, Object
-from fake_driver.defects import neighbour
 from fake_driver.exposure import EXPOSURE_FILES, VIA_DRA, ContainerEdits, container_edits, env_value, write_device_files
 from fake_driver.inventory import Gpu, NodeInventory
 

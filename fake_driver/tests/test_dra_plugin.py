@@ -11,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from fake_driver._gen import (dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc,
-                              pluginregistration_pb2, pluginregistration_pb2_grpc)
+from fake_driver._gen import (
+    dra_v1_pb2,
+    dra_v1_pb2_grpc,
+    dra_v1beta1_pb2,
+    dra_v1beta1_pb2_grpc,
+    pluginregistration_pb2,
+    pluginregistration_pb2_grpc,
+)
 from fake_driver.dra_plugin.checkpoint import Checkpoint
 from fake_driver.dra_plugin.plugin import DraPlugin
 from fake_driver.dra_plugin.registration import live_peers

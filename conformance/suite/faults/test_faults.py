@@ -18,9 +18,16 @@ import pytest
 from clusters import faults
 from clusters.nodes import KindNodes, Node
 from conformance.lib import driver_setup, pods, recovery, survivors
-from conformance.lib.disruption import (ARRIVING, RUNNING, arrive, driver_killed_while_preparing, kubelet_restarted,
-                                        machine_restarted, start_served)
 from conformance.lib.checks import Checks
+from conformance.lib.disruption import (
+    ARRIVING,
+    RUNNING,
+    arrive,
+    driver_killed_while_preparing,
+    kubelet_restarted,
+    machine_restarted,
+    start_served,
+)
 from conformance.lib.special_claim import RESOURCE_API
 from conformance.suite.conftest import Target
 from kube.api import TRANSIENT_ERRORS

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from clusters import gates
+from clusters.nodes import KindNodes
+from clusters.versions import FEATURE_GATE
 from conformance.lib import driver_state, pods, scenario, survivors
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
@@ -22,9 +25,6 @@ from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claim
 from conformance.lib.steps import setup_checks
 from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target, needs_explicit_name
-from clusters import gates
-from clusters.nodes import KindNodes
-from clusters.versions import FEATURE_GATE
 from conformance.suite.gate_cycle.conftest import Gate
 from kube.api import Obj
 from kube.waits import WaitTimeout

@@ -14,8 +14,7 @@ from typing import NamedTuple
 
 from conformance.lib import pods
 from conformance.lib.driver_setup import published_devices
-from conformance.lib.profile import Profile
-from conformance.lib.profile import NodeModeLabel
+from conformance.lib.profile import NodeModeLabel, Profile
 from conformance.lib.special_claim import claim_status
 from conformance.lib.workloads import probe_container
 from kube.api import Api, Obj

@@ -12,7 +12,8 @@ import uuid
 
 import pytest
 
-from conformance.lib import devices as devices_lib, pods, scenario
+from conformance.lib import devices as devices_lib
+from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
 from conformance.lib.special_claim import claim_status, claims_owned_by
