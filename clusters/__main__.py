@@ -1,4 +1,5 @@
 """`python -m clusters up|down|list|logs`: cluster lifecycle from the command line."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "up":
-            cluster = lifecycle.ensure(ClusterSpec(args.topology, resolve(args.version), gates=parse_gates(args.feature_gates)))
+            cluster = lifecycle.ensure(
+                ClusterSpec(args.topology, resolve(args.version), gates=parse_gates(args.feature_gates))
+            )
             print(f"{cluster.name}: KUBECONFIG={cluster.kubeconfig}")
         elif args.command == "down":
             names = [n for n in lifecycle.existing_clusters() if n.startswith("kep5004-")] if args.all else args.names

@@ -18,6 +18,7 @@ Waiting creations queue in order of priority, then of arrival: each holds a tick
 the state directory naming its process (tickets of dead processes are dropped), so that the
 cluster the most work waits on (priority 0) is not overtaken by whoever polls first.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -60,8 +61,9 @@ class HostLoad:
     @classmethod
     def measure(cls, meminfo: Path = Path("/proc/meminfo")) -> "HostLoad":
         cores = len(os.sched_getaffinity(0))
-        available_kib = next((int(line.split()[1]) for line in meminfo.read_text().splitlines()
-                              if line.startswith("MemAvailable:")), 0)
+        available_kib = next(
+            (int(line.split()[1]) for line in meminfo.read_text().splitlines() if line.startswith("MemAvailable:")), 0
+        )
         return cls(cores, available_kib / 2**20, os.getloadavg()[0])
 
 
@@ -78,9 +80,11 @@ class Budget:
         by_memory = max(1, math.floor(host.mem_available_gib / GIB_PER_CLUSTER))
         live = max(1, min(by_cpu, by_memory))
         creating = max(1, host.cores // CORES_PER_CREATION)
-        why = (f"{host.cores} cores, {host.mem_available_gib:.1f} GiB available, load {host.load1:.1f}: "
-               f"{live} clusters alive at once ({CLUSTERS_PER_CORE} per core, memory for {by_memory}), "
-               f"{creating} created at a time")
+        why = (
+            f"{host.cores} cores, {host.mem_available_gib:.1f} GiB available, load {host.load1:.1f}: "
+            f"{live} clusters alive at once ({CLUSTERS_PER_CORE} per core, memory for {by_memory}), "
+            f"{creating} created at a time"
+        )
         overrides = []
         if env.get(MAX_CLUSTERS_ENV):
             live = _positive(env[MAX_CLUSTERS_ENV], MAX_CLUSTERS_ENV)
@@ -182,9 +186,14 @@ def _held(ticket: Path) -> bool:
 
 
 @contextmanager
-def admitted(name: str, alive: Callable[[], list[str]], stop: Callable[[], None] = lambda: None,
-             limits: Budget | None = None, sleep: Callable[[float], None] = time.sleep,
-             priority: int = 1) -> Iterator[float]:
+def admitted(
+    name: str,
+    alive: Callable[[], list[str]],
+    stop: Callable[[], None] = lambda: None,
+    limits: Budget | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    priority: int = 1,
+) -> Iterator[float]:
     """Hold a creation slot while the block creates `name`, entered once fewer than `live` other
     clusters exist on the host and no waiter of a better place in the queue could take the room
     (lower `priority` first, then earlier arrival). Yields the seconds waited. `stop` raises to
@@ -207,9 +216,11 @@ def admitted(name: str, alive: Callable[[], list[str]], stop: Callable[[], None]
                     fd = None
             if time.monotonic() - last_report >= REPORT_EVERY_S:
                 last_report = time.monotonic()
-                progress(f"{name}: waiting {last_report - start:.0f} s for room on this host: "
-                         f"{len(others)} of {limits.live} clusters alive ({', '.join(sorted(others))}), "
-                         f"{ticket.ahead()} waiting ahead, {limits.creating} created at a time")
+                progress(
+                    f"{name}: waiting {last_report - start:.0f} s for room on this host: "
+                    f"{len(others)} of {limits.live} clusters alive ({', '.join(sorted(others))}), "
+                    f"{ticket.ahead()} waiting ahead, {limits.creating} created at a time"
+                )
             sleep(POLL_S)
         ticket.remove()
         yield time.monotonic() - start

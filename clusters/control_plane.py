@@ -4,6 +4,7 @@ kubeadm runs each component as a static pod; changing a flag means rewriting its
 which the kubelet restarts the component. Used where a benchmark must lift a default that would
 otherwise be what it measures (kube-controller-manager's client QPS of 20, for one).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

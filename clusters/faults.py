@@ -4,6 +4,7 @@ with SIGKILL (no chance to clean up), a kubelet or a whole machine restarted.
 Control-plane components are static pods, so the kubelet restarts a killed one as it would
 after a crash; a killed driver container is restarted by its pod's restartPolicy.
 """
+
 from __future__ import annotations
 
 import shlex

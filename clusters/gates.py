@@ -8,6 +8,7 @@ report the new state before the next one, so a test starts only on a settled clu
 Where the gate is locked (GA), only a control plane emulating an older minor
 (--emulated-version) may switch it off; kubelets have no such flag and keep it on.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,7 +40,7 @@ def with_gate(command: list[str], gate: str, value: bool, emulated: str | None =
     rest = []
     for arg in command:
         if arg.startswith(FLAG):
-            gates.update(parse_gates(arg[len(FLAG):]))
+            gates.update(parse_gates(arg[len(FLAG) :]))
         elif not arg.startswith(EMULATED):
             rest.append(arg)
     gates[gate] = value
@@ -77,13 +78,19 @@ def _switch_kubelet(kubeconfig: Path, node: Node, gate: str, value: bool) -> Non
 def _wait_reported(kubeconfig: Path, gate: str, value: bool, node: str | None = None) -> None:
     """Until kube-apiserver (or the kubelet on `node`) reports the gate as `value` in its metrics."""
     who = f"the kubelet on {node}" if node else "kube-apiserver"
-    wait_for(lambda: health.feature_enabled(kubeconfig, gate, node) is value, timeout=180,
-             what=f"{who} to report {gate}={value}", interval=health.INTERVAL,
-             describe=lambda: f"{gate}={health.feature_enabled(kubeconfig, gate, node)}", transient=TRANSIENT_ERRORS)
+    wait_for(
+        lambda: health.feature_enabled(kubeconfig, gate, node) is value,
+        timeout=180,
+        what=f"{who} to report {gate}={value}",
+        interval=health.INTERVAL,
+        describe=lambda: f"{gate}={health.feature_enabled(kubeconfig, gate, node)}",
+        transient=TRANSIENT_ERRORS,
+    )
 
 
-def set_gate(kubeconfig: Path, nodes: KindNodes, gate: str, value: bool, emulated: str | None = None,
-             kubelets: bool = True) -> None:
+def set_gate(
+    kubeconfig: Path, nodes: KindNodes, gate: str, value: bool, emulated: str | None = None, kubelets: bool = True
+) -> None:
     """Switch every component; returns once all report the gate as set.
 
     Kubelets are switched on before the control plane and off after it: a scheduler with the
@@ -92,6 +99,7 @@ def set_gate(kubeconfig: Path, nodes: KindNodes, gate: str, value: bool, emulate
     With `emulated` (a minor such as "1.36") the control plane emulates it: the way to switch
     off a gate that is locked on in this version, where kubelets (which cannot emulate) are
     left alone (`kubelets=False`); switching back on without `emulated` removes the emulation."""
+
     def control_plane() -> None:
         for node in nodes.control_planes:
             emulation = f" emulating {emulated}" if emulated else ""
@@ -105,7 +113,7 @@ def set_gate(kubeconfig: Path, nodes: KindNodes, gate: str, value: bool, emulate
             progress(f"{nodes.cluster}: {gate}={value} in the kubelet of {node.name}")
             _switch_kubelet(kubeconfig, node, gate, value)
 
-    for step in ((switch_kubelets, control_plane) if value else (control_plane, switch_kubelets)):
+    for step in (switch_kubelets, control_plane) if value else (control_plane, switch_kubelets):
         step()
     health.wait_nodes_ready(kubeconfig)
 
@@ -114,9 +122,12 @@ def set_gate(kubeconfig: Path, nodes: KindNodes, gate: str, value: bool, emulate
 _IMAGE = "registry.k8s.io/{component}:{version}"
 # What makes each one exit right after checking its flags: a configuration it cannot read (the
 # API server has no such flag: without --etcd-servers it stops at its own validation).
-_UNUSABLE = {"kubelet": "--config=/nonexistent/kep5004-kubelet.yaml", "kube-apiserver": "",
-             "kube-scheduler": "--kubeconfig=/nonexistent/kep5004.conf",
-             "kube-controller-manager": "--kubeconfig=/nonexistent/kep5004.conf"}
+_UNUSABLE = {
+    "kubelet": "--config=/nonexistent/kep5004-kubelet.yaml",
+    "kube-apiserver": "",
+    "kube-scheduler": "--kubeconfig=/nonexistent/kep5004.conf",
+    "kube-controller-manager": "--kubeconfig=/nonexistent/kep5004.conf",
+}
 
 
 def try_start(nodes: KindNodes, component: str, version: str, flags: list[str]) -> str:

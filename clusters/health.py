@@ -3,6 +3,7 @@
 Each function takes the kubeconfig, as the suite's fixtures hold it, and reads the API through
 kube.api; errors of components that restart meanwhile count as "not yet" (TRANSIENT_ERRORS).
 """
+
 from __future__ import annotations
 
 import re
@@ -16,13 +17,16 @@ INTERVAL = 3
 
 
 def _ready(obj: Obj) -> bool:
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+    return any(
+        c["type"] == "Ready" and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions") or []
+    )
 
 
 def node_states(api: Api) -> dict[str, tuple[bool, str]]:
     """node -> (Ready, kubelet version)."""
-    return {n["metadata"]["name"]: (_ready(n), n["status"]["nodeInfo"]["kubeletVersion"])
-            for n in api.list("v1", "Node")}
+    return {
+        n["metadata"]["name"]: (_ready(n), n["status"]["nodeInfo"]["kubeletVersion"]) for n in api.list("v1", "Node")
+    }
 
 
 def wait_nodes_ready(kubeconfig: Path, kubelet_version: str | None = None, timeout: float = 300) -> None:
@@ -32,9 +36,16 @@ def wait_nodes_ready(kubeconfig: Path, kubelet_version: str | None = None, timeo
     def done() -> bool:
         states = node_states(api)
         return bool(states) and all(ok and kubelet_version in (None, v) for ok, v in states.values())
+
     what = "every node Ready" + (f" with kubelet {kubelet_version}" if kubelet_version else "")
-    wait_for(done, timeout=timeout, what=what, interval=INTERVAL, describe=lambda: str(node_states(api)),
-             transient=TRANSIENT_ERRORS)
+    wait_for(
+        done,
+        timeout=timeout,
+        what=what,
+        interval=INTERVAL,
+        describe=lambda: str(node_states(api)),
+        transient=TRANSIENT_ERRORS,
+    )
 
 
 def wait_api_ready(kubeconfig: Path, timeout: float = 300) -> None:
@@ -42,19 +53,35 @@ def wait_api_ready(kubeconfig: Path, timeout: float = 300) -> None:
     Answering at all is not enough: a server that has just started refuses even the cluster admin
     until its authorizer's caches are filled (kubeadm then fails with "forbidden")."""
     api = Api(kubeconfig)
-    wait_for(lambda: api.raw("/readyz").strip() == "ok", timeout=timeout, what="kube-apiserver ready (/readyz)",
-             interval=INTERVAL, transient=TRANSIENT_ERRORS)
+    wait_for(
+        lambda: api.raw("/readyz").strip() == "ok",
+        timeout=timeout,
+        what="kube-apiserver ready (/readyz)",
+        interval=INTERVAL,
+        transient=TRANSIENT_ERRORS,
+    )
 
 
 def static_pod(api: Api, component: str, node: str) -> Obj | None:
     """The mirror pod of a control-plane component on a node (kubeadm labels them component=<name>)."""
-    items = api.list("v1", "Pod", namespace="kube-system", label_selector=f"component={component}",
-                     field_selector=f"spec.nodeName={node}")
+    items = api.list(
+        "v1",
+        "Pod",
+        namespace="kube-system",
+        label_selector=f"component={component}",
+        field_selector=f"spec.nodeName={node}",
+    )
     return items[0] if items else None
 
 
-def wait_static_pods(kubeconfig: Path, node: str, components: tuple[str, ...], marker: str,
-                     timeout: float = 300, absent: str | None = None) -> None:
+def wait_static_pods(
+    kubeconfig: Path,
+    node: str,
+    components: tuple[str, ...],
+    marker: str,
+    timeout: float = 300,
+    absent: str | None = None,
+) -> None:
     """Each component's mirror pod runs a container whose command or image contains `marker`
     (and no part containing `absent`), and is Ready."""
     api = Api(kubeconfig)
@@ -66,9 +93,15 @@ def wait_static_pods(kubeconfig: Path, node: str, components: tuple[str, ...], m
         c = pod["spec"]["containers"][0]
         parts = [c["image"], *(c.get("command") or [])]
         return any(marker in part for part in parts) and not (absent and any(absent in part for part in parts))
-    wait_for(lambda: all(current(c) for c in components), timeout=timeout,
-             what=f"{', '.join(components)} on {node} with {marker!r}" + (f" and without {absent!r}" if absent else ""),
-             interval=INTERVAL, describe=lambda: str({c: current(c) for c in components}), transient=TRANSIENT_ERRORS)
+
+    wait_for(
+        lambda: all(current(c) for c in components),
+        timeout=timeout,
+        what=f"{', '.join(components)} on {node} with {marker!r}" + (f" and without {absent!r}" if absent else ""),
+        interval=INTERVAL,
+        describe=lambda: str({c: current(c) for c in components}),
+        transient=TRANSIENT_ERRORS,
+    )
 
 
 def feature_enabled(kubeconfig: Path, gate: str, node: str | None = None) -> bool | None:

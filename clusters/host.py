@@ -1,4 +1,5 @@
 """Facts about the host that change how clusters must be configured (detected, never assumed)."""
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@ node through `docker exec`'s stdin, so dockerd and the container shim relay ever
 every node mounts read-only, each node's containerd imports the file itself, and only the nodes
 that run pods (the workers: the control plane is tainted) get the images.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -80,9 +81,11 @@ def snapshotter(config: str) -> str:
     """The snapshotter the CRI unpacks images into, from `containerd config dump` (config
     version 3 and later keep it with the image service, version 2 with the runtime)."""
     plugins = tomllib.loads(config).get("plugins", {})
-    return (plugins.get("io.containerd.cri.v1.images", {}).get("snapshotter")
-            or plugins.get("io.containerd.grpc.v1.cri", {}).get("containerd", {}).get("snapshotter")
-            or DEFAULT_SNAPSHOTTER)
+    return (
+        plugins.get("io.containerd.cri.v1.images", {}).get("snapshotter")
+        or plugins.get("io.containerd.grpc.v1.cri", {}).get("containerd", {}).get("snapshotter")
+        or DEFAULT_SNAPSHOTTER
+    )
 
 
 def node_has(node: Node, tag: str, ident: str) -> bool:
@@ -104,5 +107,7 @@ def load(cluster: str, nodes: Iterable[Node], tags: Iterable[str]) -> None:
             progress(f"{cluster}: importing {tag} on {node.name}")
             if node.name not in targets:
                 targets[node.name] = snapshotter(node.sh("containerd config dump"))
-            node.sh(f"ctr --namespace=k8s.io images import --all-platforms --digests "
-                    f"--snapshotter={targets[node.name]} {IN_NODE}/{path.name} >/dev/null")
+            node.sh(
+                f"ctr --namespace=k8s.io images import --all-platforms --digests "
+                f"--snapshotter={targets[node.name]} {IN_NODE}/{path.name} >/dev/null"
+            )

@@ -1,4 +1,5 @@
 """The locally built image tags (written by clusters/images/build-all.sh)."""
+
 from __future__ import annotations
 
 import hashlib

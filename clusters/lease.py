@@ -7,6 +7,7 @@ cluster first takes its lease: an exclusive flock on <state>/leases/<name>, held
 process deletes the cluster or exits. The kernel drops a dead process's flock, so a lease never
 outlives its holder, whatever killed it.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -35,8 +36,10 @@ def take(name: str) -> None:
     except BlockingIOError:
         holder = os.read(fd, 4096).decode(errors="replace").strip() or "another process"
         os.close(fd)
-        raise ClusterInUseError(f"kind cluster {name} is in use by {holder}; wait for that run to end "
-                                "(cluster names are shared by every checkout on this host)") from None
+        raise ClusterInUseError(
+            f"kind cluster {name} is in use by {holder}; wait for that run to end "
+            "(cluster names are shared by every checkout on this host)"
+        ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} ({' '.join(sys.argv)[:300]})".encode(), 0)
     _held[name] = fd

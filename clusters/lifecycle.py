@@ -5,6 +5,7 @@ The kind and kubectl binaries are the ones built by clusters/toolchain. kind is 
 failed creation is retried with the nodes kept, their logs exported, then the nodes deleted.
 Creations are admitted by the host's cluster budget (clusters/capacity.py).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -89,8 +90,14 @@ def _cluster_dir(name: str) -> Path:
     return state_dir() / name
 
 
-def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts | None = None,
-           failure_logs: Path | None = None, stop: Callable[[], None] = lambda: None, priority: int = 1) -> Cluster:
+def ensure(
+    spec: ClusterSpec,
+    images: BuiltImages | None = None,
+    host: HostFacts | None = None,
+    failure_logs: Path | None = None,
+    stop: Callable[[], None] = lambda: None,
+    priority: int = 1,
+) -> Cluster:
     """Reuse the cluster if it was made from the same rendered config (never one that tests change
     in place, see CHANGED_IN_PLACE), otherwise (re)create it.
 
@@ -116,7 +123,13 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     cluster = Cluster(spec, kubeconfig)
 
     if spec.name in existing_clusters():
-        if spec.topology not in CHANGED_IN_PLACE and hash_file.exists() and hash_file.read_text() == wanted and kubeconfig.exists() and _all_running(cluster):
+        if (
+            spec.topology not in CHANGED_IN_PLACE
+            and hash_file.exists()
+            and hash_file.read_text() == wanted
+            and kubeconfig.exists()
+            and _all_running(cluster)
+        ):
             progress(f"{spec.name}: reusing (config {wanted} unchanged)")
             cluster.wait_nodes_ready(deadline_s=120)
             cluster.load_images(images.workload, images.driver)
@@ -133,8 +146,11 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     try:
         with capacity.admitted(spec.name, existing_clusters, stop, priority=priority) as waited:
             start = time.monotonic()
-            progress(f"{spec.name}: creating ({spec.topology}, Kubernetes {spec.version.tag}, config {config_path}"
-                     + (f", after {waited:.0f} s waiting for room on the host" if waited >= 1 else "") + ")")
+            progress(
+                f"{spec.name}: creating ({spec.topology}, Kubernetes {spec.version.tag}, config {config_path}"
+                + (f", after {waited:.0f} s waiting for room on the host" if waited >= 1 else "")
+                + ")"
+            )
             _create_with_retry(spec, kubeconfig, node_image, config_path)
             progress(f"{spec.name}: installing pod network")
             network.install(Api(kubeconfig), cluster.nodes())
@@ -143,7 +159,9 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     except BaseException as err:
         # Ctrl-C or a failure: leave nothing half-created behind, but keep why it failed.
         if not isinstance(err, KeyboardInterrupt) and spec.name in existing_clusters():
-            logs = export_logs(spec.name, failure_logs or state_dir() / "failed" / f"{spec.name}-{time.strftime('%H%M%S')}")
+            logs = export_logs(
+                spec.name, failure_logs or state_dir() / "failed" / f"{spec.name}-{time.strftime('%H%M%S')}"
+            )
             progress(f"{spec.name}: creation failed ({type(err).__name__}); node logs in {logs}")
         progress(f"{spec.name}: deleting the partial cluster")
         delete(spec.name)
@@ -154,25 +172,38 @@ def ensure(spec: ClusterSpec, images: BuiltImages | None = None, host: HostFacts
     return cluster
 
 
-def _create_with_retry(spec: ClusterSpec, kubeconfig: Path, node_image: str, config_path: Path,
-                       attempts: int = 2) -> None:
+def _create_with_retry(
+    spec: ClusterSpec, kubeconfig: Path, node_image: str, config_path: Path, attempts: int = 2
+) -> None:
     """kind create, once more after a failure: on a loaded host kubeadm's wait for the API server
     can time out. The nodes of a failed attempt are kept (--retain) until their logs are exported
     under <state>/failed/, so the directory a message names holds the cause."""
     kubeconfig.touch(0o600, exist_ok=True)
-    command = [str(kind_bin()), "create", "cluster", f"--name={spec.name}", f"--kubeconfig={kubeconfig}",
-               f"--image={node_image}", f"--config={config_path}", "--retain"]
+    command = [
+        str(kind_bin()),
+        "create",
+        "cluster",
+        f"--name={spec.name}",
+        f"--kubeconfig={kubeconfig}",
+        f"--image={node_image}",
+        f"--config={config_path}",
+        "--retain",
+    ]
     for attempt in range(1, attempts + 1):
         try:
             subprocess.run(command, check=True)
             return
         except subprocess.CalledProcessError as err:
             logs = export_logs(spec.name, state_dir() / "failed" / f"{spec.name}-attempt-{attempt}")
-            progress(f"{spec.name}: kind create failed (attempt {attempt}/{attempts}, exit {err.returncode}); "
-                     f"node logs in {logs}")
+            progress(
+                f"{spec.name}: kind create failed (attempt {attempt}/{attempts}, exit {err.returncode}); "
+                f"node logs in {logs}"
+            )
             run([str(kind_bin()), "delete", "cluster", "--name", spec.name], check=False)
             if attempt == attempts:
-                raise CommandError(f"kind could not create {spec.name} in {attempts} attempts; logs in {logs}") from None
+                raise CommandError(
+                    f"kind could not create {spec.name} in {attempts} attempts; logs in {logs}"
+                ) from None
 
 
 # What a node forwards and remembers for Services, which kind's log export leaves out: a pod
@@ -189,9 +220,9 @@ def export_logs(name: str, dest: Path) -> Path:
         return dest
     for node in nodes:
         (dest / node.name).mkdir(parents=True, exist_ok=True)
-        (dest / node.name / "network.txt").write_text("".join(
-            f"$ {command}\n{node.sh(f'{command} 2>&1; true')}\n"
-            for command in NODE_NETWORK))
+        (dest / node.name / "network.txt").write_text(
+            "".join(f"$ {command}\n{node.sh(f'{command} 2>&1; true')}\n" for command in NODE_NETWORK)
+        )
     return dest
 
 

@@ -5,6 +5,7 @@ The in-place changes of clusters/upgrade.py and clusters/gates.py work through t
 operator would ssh into a machine: copy binaries, edit static pod manifests and kubelet
 configuration, restart the kubelet.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -23,8 +24,11 @@ class Node:
     role: str  # control-plane | worker
 
     def sh(self, script: str, input: str | None = None, timeout: float = 600) -> str:
-        return run(["docker", "exec", *(["-i"] if input is not None else []), self.name, "sh", "-c", script],
-                   input=input, timeout=timeout)
+        return run(
+            ["docker", "exec", *(["-i"] if input is not None else []), self.name, "sh", "-c", script],
+            input=input,
+            timeout=timeout,
+        )
 
     def read(self, path: str) -> str:
         return self.sh(f"cat {shlex.quote(path)}")
@@ -50,10 +54,22 @@ class KindNodes:
 
     @classmethod
     def of_cluster(cls, cluster: str) -> "KindNodes":
-        out = run(["docker", "ps", "--filter", f"label={KIND_CLUSTER_LABEL}={cluster}",
-                   "--format", f'{{{{.Names}}}} {{{{.Label "{KIND_ROLE_LABEL}"}}}}'])
-        nodes = tuple(sorted((Node(*line.split()) for line in out.splitlines() if line.strip()),
-                             key=lambda n: (n.role != "control-plane", n.name)))
+        out = run(
+            [
+                "docker",
+                "ps",
+                "--filter",
+                f"label={KIND_CLUSTER_LABEL}={cluster}",
+                "--format",
+                f'{{{{.Names}}}} {{{{.Label "{KIND_ROLE_LABEL}"}}}}',
+            ]
+        )
+        nodes = tuple(
+            sorted(
+                (Node(*line.split()) for line in out.splitlines() if line.strip()),
+                key=lambda n: (n.role != "control-plane", n.name),
+            )
+        )
         if not nodes:
             raise CommandError(f"no running node containers of kind cluster {cluster!r}")
         return cls(cluster, nodes)
@@ -61,8 +77,10 @@ class KindNodes:
     @classmethod
     def of_node(cls, node_name: str) -> "KindNodes":
         """The cluster a Kubernetes Node belongs to, if it is a node container of kind."""
-        label = run(["docker", "inspect", "--format", f'{{{{index .Config.Labels "{KIND_CLUSTER_LABEL}"}}}}',
-                     node_name], check=False).strip()
+        label = run(
+            ["docker", "inspect", "--format", f'{{{{index .Config.Labels "{KIND_CLUSTER_LABEL}"}}}}', node_name],
+            check=False,
+        ).strip()
         if not label or label == "<no value>":
             raise CommandError(f"node {node_name} is not a container of a kind cluster on this host's Docker")
         return cls.of_cluster(label)

@@ -7,6 +7,7 @@ paths are the same in both: package data (catalogue, deploy manifests, probe, ve
 the cluster scripts, the suite) and `fixtures/`, installed as a data-only directory next to
 the packages (see [tool.setuptools] in pyproject.toml).
 """
+
 from __future__ import annotations
 
 import os

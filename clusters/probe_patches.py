@@ -19,6 +19,7 @@ The patches are written into the cache, one directory per content, which the con
 mounts; kubeadm applies them when it writes the static pod manifests, at `init` and at
 `upgrade apply` (clusters/upgrade.py passes the same directory).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,13 @@ STARTUP_ALLOWED_S = 10 + 24 * 10
 
 
 def probes(component: str) -> dict[str, dict[str, int]]:
-    changed = {"startupProbe": {"initialDelaySeconds": 0, "periodSeconds": STARTUP_PERIOD_S,
-                                "failureThreshold": STARTUP_ALLOWED_S // STARTUP_PERIOD_S}}
+    changed = {
+        "startupProbe": {
+            "initialDelaySeconds": 0,
+            "periodSeconds": STARTUP_PERIOD_S,
+            "failureThreshold": STARTUP_ALLOWED_S // STARTUP_PERIOD_S,
+        }
+    }
     if component in READINESS_PROBED:
         changed["readinessProbe"] = {"periodSeconds": READINESS_PERIOD_S}
     return changed
@@ -47,8 +53,9 @@ def probes(component: str) -> dict[str, dict[str, int]]:
 
 def patches() -> dict[str, str]:
     """File name (kubeadm's `<component>+strategic.yaml`) -> strategic merge patch of its pod."""
-    return {f"{c}+strategic.yaml": yaml.safe_dump({"spec": {"containers": [{"name": c, **probes(c)}]}})
-            for c in COMPONENTS}
+    return {
+        f"{c}+strategic.yaml": yaml.safe_dump({"spec": {"containers": [{"name": c, **probes(c)}]}}) for c in COMPONENTS
+    }
 
 
 def directory() -> Path:

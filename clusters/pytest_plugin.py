@@ -3,6 +3,7 @@
 A cluster fixture never skips: if the cluster cannot be made, the test errors with the reason.
 Clusters are deleted after the run unless --keep is given (then a later run reuses them).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -17,10 +18,14 @@ from clusters.versions import KubeVersion, resolve, supported_versions
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kep5004")
-    group.addoption("--keep", action="store_true",
-                    help="keep clusters, namespaces and test objects after the run, for debugging")
-    group.addoption("--k8s-versions", default="",
-                    help="comma-separated Kubernetes versions to run against (default: every pinned version)")
+    group.addoption(
+        "--keep", action="store_true", help="keep clusters, namespaces and test objects after the run, for debugging"
+    )
+    group.addoption(
+        "--k8s-versions",
+        default="",
+        help="comma-separated Kubernetes versions to run against (default: every pinned version)",
+    )
 
 
 def selected_versions(config: pytest.Config) -> list[KubeVersion]:

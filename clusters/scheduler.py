@@ -8,6 +8,7 @@ the kubelet restarts the scheduler; `reset` puts kubeadm's manifest back. `pause
 scheduler for a while, so that a benchmark can create its pods first and then time their
 scheduling alone.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,12 +37,15 @@ def configuration(profiles: list[dict], client_qps: int | None = None) -> str:
     connection: dict = {"kubeconfig": KUBECONFIG}  # what kubeadm's --kubeconfig said
     if client_qps:  # burst as high: a benchmark must not measure the client's rate limiter
         connection.update(qps=client_qps, burst=client_qps)
-    return yaml.safe_dump({
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": connection,
-        "profiles": [{"schedulerName": "default-scheduler"}, *profiles],
-    }, sort_keys=False)
+    return yaml.safe_dump(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": connection,
+            "profiles": [{"schedulerName": "default-scheduler"}, *profiles],
+        },
+        sort_keys=False,
+    )
 
 
 def with_config(manifest: str, path: str) -> str:
@@ -70,8 +74,10 @@ def set_profiles(kubeconfig: Path, nodes: KindNodes, profiles: list[dict], clien
     node, text = _control_plane(nodes), configuration(profiles, client_qps)
     path = f"{CONFIG_DIR}/{hashlib.sha256(text.encode()).hexdigest()[:12]}.yaml"
     qps = f", client QPS {client_qps}" if client_qps else ""
-    progress(f"{nodes.cluster}: kube-scheduler with profiles "
-             f"{', '.join(['default-scheduler', *(p['schedulerName'] for p in profiles)])}{qps}")
+    progress(
+        f"{nodes.cluster}: kube-scheduler with profiles "
+        f"{', '.join(['default-scheduler', *(p['schedulerName'] for p in profiles)])}{qps}"
+    )
     node.sh(f"mkdir -p {CONFIG_DIR}")
     node.write(path, text)
     node.write(MANIFEST, with_config(_original(node), path))
@@ -98,8 +104,13 @@ def paused(kubeconfig: Path, nodes: KindNodes) -> Iterator[None]:
     progress(f"{nodes.cluster}: kube-scheduler paused")
     node.sh(f"mv {MANIFEST} {PAUSED}")
     try:
-        wait_for(lambda: health.static_pod(api, COMPONENT[0], node.name) is None and not node.sh(running).strip(),
-                 timeout=120, interval=1, what=f"{COMPONENT[0]} on {node.name} to stop", transient=TRANSIENT_ERRORS)
+        wait_for(
+            lambda: health.static_pod(api, COMPONENT[0], node.name) is None and not node.sh(running).strip(),
+            timeout=120,
+            interval=1,
+            what=f"{COMPONENT[0]} on {node.name} to stop",
+            transient=TRANSIENT_ERRORS,
+        )
         yield
     finally:
         node.sh(f"mv {PAUSED} {MANIFEST}")

@@ -1,4 +1,5 @@
 """Running the external tools (docker, kind, kubectl) with errors that say what failed."""
+
 from __future__ import annotations
 
 import shutil
@@ -23,4 +24,3 @@ def run(args: Sequence[str], *, input: str | None = None, check: bool = True, ti
     if check and proc.returncode != 0:
         raise CommandError(f"`{' '.join(args)}` exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     return proc.stdout
-

@@ -1,4 +1,5 @@
 """Kind cluster configs, rendered per topology, Kubernetes version and host."""
+
 from __future__ import annotations
 
 import hashlib
@@ -79,9 +80,12 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
         raise TopologyError(f"unknown topology {spec.topology!r} (known: {', '.join(TOPOLOGIES)})")
     kubeadm_patches = [
         # No CoreDNS: nothing here resolves names, and its default forwards to outside resolvers.
-        {"kind": "InitConfiguration", "skipPhases": ["preflight", "addon/coredns"],
-         # Readiness probed every few seconds instead of every second (clusters/probe_patches.py).
-         "patches": {"directory": probe_patches.IN_NODE}},
+        {
+            "kind": "InitConfiguration",
+            "skipPhases": ["preflight", "addon/coredns"],
+            # Readiness probed every few seconds instead of every second (clusters/probe_patches.py).
+            "patches": {"directory": probe_patches.IN_NODE},
+        },
     ]
     if host.cgroup_v1:
         kubeadm_patches.append({"kind": "KubeletConfiguration", "failCgroupV1": False})
@@ -91,9 +95,15 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
         cri += "  restrict_oom_score_adj = true\n"
     nodes = [{"role": "control-plane", "image": node_image, "extraMounts": [probe_patches.node_mount()]}]
     # Workers import the locally built images from archives they see (clusters/image_archives.py).
-    nodes += [{"role": "worker", "image": node_image, "labels": {MODE_LABEL: mode},
-               "extraMounts": [image_archives.node_mount()]}
-              for mode in TOPOLOGIES[spec.topology]]
+    nodes += [
+        {
+            "role": "worker",
+            "image": node_image,
+            "labels": {MODE_LABEL: mode},
+            "extraMounts": [image_archives.node_mount()],
+        }
+        for mode in TOPOLOGIES[spec.topology]
+    ]
     config: dict = {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",

@@ -7,6 +7,7 @@ plane first on the way up, kubelets first on the way down (a kubelet must never 
 its API server). Downgrades are not supported by kubeadm, hence --force; etcd keeps its version
 both ways (--etcd-upgrade=false) because etcd cannot go back to an older minor's storage format.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,12 @@ COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 # What kubeadm says when it stopped before changing anything: while reading the cluster's
 # configuration (kubeadm-config, the component configs, this node's registration and API
 # endpoint from its Node object), or in its preflight phase.
-NOTHING_CHANGED = ("failed to get component configs", "failed to get node registration", "failed to getAPIEndpoint",
-                   "error execution phase preflight")
+NOTHING_CHANGED = (
+    "failed to get component configs",
+    "failed to get node registration",
+    "failed to getAPIEndpoint",
+    "error execution phase preflight",
+)
 APPLY_ATTEMPTS = 3
 
 
@@ -46,14 +51,18 @@ def stage(nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
             node.copy_in(kubernetes_bin(version, binary), staged(version, binary))
         tmp = staged(version, "components.tar")
         node.copy_in(archive, tmp)
-        node.sh("ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms "
-                f"--no-unpack --digests {tmp} >/dev/null && rm {tmp} && touch {done}")
+        node.sh(
+            "ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms "
+            f"--no-unpack --digests {tmp} >/dev/null && rm {tmp} && touch {done}"
+        )
 
 
 def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, force: bool) -> None:
     progress(f"{node.name}: kubeadm upgrade apply {version.tag}{' --force (downgrade)' if force else ''}")
-    command = (f"{staged(version, 'kubeadm')} upgrade apply {version.tag} --yes --ignore-preflight-errors=all "
-               f"--etcd-upgrade=false --patches={probe_patches.IN_NODE}{' --force' if force else ''}")
+    command = (
+        f"{staged(version, 'kubeadm')} upgrade apply {version.tag} --yes --ignore-preflight-errors=all "
+        f"--etcd-upgrade=false --patches={probe_patches.IN_NODE}{' --force' if force else ''}"
+    )
     for attempt in range(1, APPLY_ATTEMPTS + 1):
         # After the kubelets were swapped the API server may have just restarted: the full run's
         # downgrade on 1.35.4 failed with kubernetes-admin "forbidden" to list nodes (load ~40).

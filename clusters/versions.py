@@ -1,4 +1,5 @@
 """Pinned versions (clusters/versions.env) and how each Kubernetes minor treats KEP-5004's gate."""
+
 from __future__ import annotations
 
 import re
@@ -66,8 +67,10 @@ def upgrade_partner(version: KubeVersion) -> KubeVersion | None:
     upgrade again), so that every pinned version gets its own upgrade verdict. None when no
     pinned version is one minor away."""
     pinned = sorted(supported_versions())
+
     def at(minor: int) -> KubeVersion | None:
         return next((v for v in pinned if (v.major, v.minor) == (version.major, minor)), None)
+
     return at(version.minor + 1) or at(version.minor - 1)
 
 

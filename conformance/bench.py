@@ -14,6 +14,7 @@ hits all alike. No assertion is made on the numbers: ratios against the device p
 printed, and JSON plus two PNG plots (latency distribution, pods bound over time) are written to
 --out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,6 +54,7 @@ MAX_PODS_PER_NODE = 100  # kubelet's default maxPods is 110; the node's own daem
 @dataclass
 class Stamps:
     """When the watch first saw a pod in each state (time.time(), milliseconds and better)."""
+
     seen: float | None = None
     bound: float | None = None
     running: float | None = None
@@ -62,6 +64,7 @@ class Stamps:
 @dataclass
 class PodWatch:
     """Stamps of every pod of a namespace, from one watch running in a thread."""
+
     api: Api
     namespace: str
     stamps: dict[str, Stamps] = field(default_factory=dict)
@@ -77,8 +80,9 @@ class PodWatch:
         version = None  # resume where the last stream ended: a busy API server ends watches early
         while not self._stopped.is_set():
             try:
-                for event in self._watch.stream(core.list_namespaced_pod, self.namespace, resource_version=version,
-                                                _request_timeout=3600):
+                for event in self._watch.stream(
+                    core.list_namespaced_pod, self.namespace, resource_version=version, _request_timeout=3600
+                ):
                     now, pod = time.time(), event["object"]
                     version = pod.metadata.resource_version
                     stamp = self.stamps.setdefault(pod.metadata.name, Stamps())
@@ -140,13 +144,18 @@ def run_batch(api: Api, ns: str, profile: Profile, podwatch: PodWatch, mechanism
     names = [f"{mechanism}-{uuid.uuid4().hex[:6]}" for _ in range(count)]
     for name in names:
         api.create(bench_pod(name, profile, mechanism), ns)
+
     def settled(name: str) -> bool:
         stamp = podwatch.stamps.get(name)
         return bool(stamp and (stamp.running or stamp.failed))
 
-    wait_for(lambda: all(settled(n) for n in names), timeout=600, interval=1,
-             what=f"{count} {mechanism} pods Running or failed",
-             describe=lambda: f"{sum(map(settled, names))} of {count} Running or failed")
+    wait_for(
+        lambda: all(settled(n) for n in names),
+        timeout=600,
+        interval=1,
+        what=f"{count} {mechanism} pods Running or failed",
+        describe=lambda: f"{sum(map(settled, names))} of {count} Running or failed",
+    )
     stamps = [podwatch.stamps[n] for n in names]
     for name in names:
         api.delete("v1", "Pod", name, ns)
@@ -158,8 +167,13 @@ def batch_of(mechanism: str, stamps: list[Stamps]) -> Batch:
     """Latency over the pods that started; throughput over the pods bound (a pod may fail after binding)."""
     start = min(s.seen for s in stamps)
     bound = sorted(s.bound - start for s in stamps if s.bound is not None)
-    return Batch(mechanism, [s.running - s.bound for s in stamps if s.running], bound,
-                 len(bound) / max(bound[-1] if bound else 0, 1e-3), [s.failed for s in stamps if s.failed])
+    return Batch(
+        mechanism,
+        [s.running - s.bound for s in stamps if s.running],
+        bound,
+        len(bound) / max(bound[-1] if bound else 0, 1e-3),
+        [s.failed for s in stamps if s.failed],
+    )
 
 
 def summarise(batches: list[Batch]) -> dict:
@@ -172,15 +186,22 @@ def summarise(batches: list[Batch]) -> dict:
     p90 = {m: statistics.quantiles(xs, n=10)[-1] if len(xs) > 1 else xs[0] for m, xs in pooled.items()}
     throughput = {m: statistics.median(b.pods_per_s for b in bs) for m, bs in per.items()}
     base = "device-plugin"
-    return {"bound_to_running_median_s": latency, "bound_to_running_p90_s": p90, "pods_bound_per_s": throughput,
-            "failed_to_start": {m: len(reasons) for m, reasons in failed.items()},
-            "failure_reasons": {m: sorted(set(reasons)) for m, reasons in failed.items()},
-            "ratio_to_device_plugin": {m: {"latency": latency[m] / latency[base],
-                                           "throughput": throughput[m] / throughput[base]} for m in MECHANISMS}}
+    return {
+        "bound_to_running_median_s": latency,
+        "bound_to_running_p90_s": p90,
+        "pods_bound_per_s": throughput,
+        "failed_to_start": {m: len(reasons) for m, reasons in failed.items()},
+        "failure_reasons": {m: sorted(set(reasons)) for m, reasons in failed.items()},
+        "ratio_to_device_plugin": {
+            m: {"latency": latency[m] / latency[base], "throughput": throughput[m] / throughput[base]}
+            for m in MECHANISMS
+        },
+    }
 
 
 def plot(batches: list[Batch], out: Path) -> list[Path]:
     import matplotlib
+
     matplotlib.use("Agg")  # files only, no display
     from matplotlib import pyplot as plt
 
@@ -197,7 +218,9 @@ def plot(batches: list[Batch], out: Path) -> list[Path]:
     for m in MECHANISMS:
         first = next(b for b in batches if b.mechanism == m)
         ax.step(first.bound_offsets, range(1, len(first.bound_offsets) + 1), where="post", label=m)
-    ax.set(xlabel="seconds since the batch was created", ylabel="pods bound", title="Scheduling over time (first round)")
+    ax.set(
+        xlabel="seconds since the batch was created", ylabel="pods bound", title="Scheduling over time (first round)"
+    )
     ax.legend()
     written.append(out / "bench-throughput.png")
     fig.savefig(written[-1], dpi=110, bbox_inches="tight")
@@ -205,8 +228,9 @@ def plot(batches: list[Batch], out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=prog("conformance.bench"), description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog=prog("conformance.bench"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--version", default=None, help="Kubernetes version (default: the pinned default)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--pods", type=int, default=MAX_PODS_PER_NODE, help="pods per batch (one GPU each)")
@@ -229,36 +253,55 @@ def main(argv: list[str] | None = None) -> int:
         driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)
         driver_setup.wait_published(api, profile)
         api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        api.create({"apiVersion": RESOURCE_API, "kind": "ResourceClaimTemplate", "metadata": {"name": TEMPLATE},
-                    "spec": {"spec": pods.user_claim(TEMPLATE, profile.device_class)["spec"]}}, ns)
+        api.create(
+            {
+                "apiVersion": RESOURCE_API,
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": TEMPLATE},
+                "spec": {"spec": pods.user_claim(TEMPLATE, profile.device_class)["spec"]},
+            },
+            ns,
+        )
         podwatch = PodWatch(api, ns)
         batches = []
         for r in range(args.rounds):
-            order = MECHANISMS[r % len(MECHANISMS):] + MECHANISMS[:r % len(MECHANISMS)]
+            order = MECHANISMS[r % len(MECHANISMS) :] + MECHANISMS[: r % len(MECHANISMS)]
             for mechanism in order:
                 batch = run_batch(api, ns, profile, podwatch, mechanism, args.pods)
                 batches.append(batch)
                 median = f"{statistics.median(batch.latencies) * 1000:.0f} ms" if batch.latencies else "-"
                 failed = f", {len(batch.failed)} failed to start" if batch.failed else ""
-                print(f"round {r + 1} {mechanism:15s}: bound->running median {median}, "
-                      f"{batch.pods_per_s:.1f} pods bound/s{failed}", flush=True)
+                print(
+                    f"round {r + 1} {mechanism:15s}: bound->running median {median}, "
+                    f"{batch.pods_per_s:.1f} pods bound/s{failed}",
+                    flush=True,
+                )
     finally:
         if podwatch:
             podwatch.stop()
         if not args.keep:
             lifecycle.delete(cluster.name)
-    result = {"cluster": cluster.name, "rounds": args.rounds, "pods_per_batch": args.pods, **summarise(batches),
-              "batches": [dataclasses.asdict(b) for b in batches]}
+    result = {
+        "cluster": cluster.name,
+        "rounds": args.rounds,
+        "pods_per_batch": args.pods,
+        **summarise(batches),
+        "batches": [dataclasses.asdict(b) for b in batches],
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(result, indent=2))
     plots = plot(batches, args.out)
-    print(f"{'mechanism':15s} {'median ms':>10s} {'p90 ms':>8s} {'pods/s':>7s} {'latency x':>10s} {'throughput x':>13s} "
-          f"{'failed':>7s}")
+    print(
+        f"{'mechanism':15s} {'median ms':>10s} {'p90 ms':>8s} {'pods/s':>7s} {'latency x':>10s} {'throughput x':>13s} "
+        f"{'failed':>7s}"
+    )
     for m in MECHANISMS:
         ratio = result["ratio_to_device_plugin"][m]
-        print(f"{m:15s} {result['bound_to_running_median_s'][m] * 1000:10.0f} {result['bound_to_running_p90_s'][m] * 1000:8.0f} "
-              f"{result['pods_bound_per_s'][m]:7.1f} {ratio['latency']:10.2f} {ratio['throughput']:13.2f} "
-              f"{result['failed_to_start'][m]:7d}")
+        print(
+            f"{m:15s} {result['bound_to_running_median_s'][m] * 1000:10.0f} {result['bound_to_running_p90_s'][m] * 1000:8.0f} "
+            f"{result['pods_bound_per_s'][m]:7.1f} {ratio['latency']:10.2f} {ratio['throughput']:13.2f} "
+            f"{result['failed_to_start'][m]:7d}"
+        )
     for m, reasons in result["failure_reasons"].items():
         for reason in reasons:
             print(f"{m} pods failed to start: {reason}")

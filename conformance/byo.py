@@ -5,6 +5,7 @@ fresh namespace per file), and reports per pod whether it was served through DRA
 special claim and devices it got, and whether each container's probe saw exactly them.
 Exit status 0 when every workload was served and every probe matched.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,9 +66,15 @@ def run_file(api: Api, profile: Profile, path: Path, timeout: float, keep: bool)
     try:
         objs = apply_manifest(api, path, ns)
         try:
-            wait_for(lambda: (ps := pods_of(api, ns, objs)) and all(
-                (p.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed") for p in ps),
-                timeout=timeout, what=f"the pods of {path.name} to run", interval=2)
+            wait_for(
+                lambda: (
+                    (ps := pods_of(api, ns, objs))
+                    and all((p.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed") for p in ps)
+                ),
+                timeout=timeout,
+                what=f"the pods of {path.name} to run",
+                interval=2,
+            )
         except WaitTimeout as err:
             print(f"  {path.name}: {err}", file=sys.stderr)
         ids = device_ids(api, profile)
@@ -78,8 +85,9 @@ def run_file(api: Api, profile: Profile, path: Path, timeout: float, keep: bool)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=prog("conformance.byo"), description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog=prog("conformance.byo"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("directory", type=Path)
     ap.add_argument("--kubeconfig", type=Path, default=os.environ.get("KUBECONFIG"))
     ap.add_argument("--profile", default="fake-gpu")

@@ -5,6 +5,7 @@ with the same arguments. Here, mistakes a user makes (a missing or bad kubeconfi
 or invalid profile, images or versions that are not there) end in one error line and exit
 status 2, never in a traceback.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -20,29 +21,42 @@ PROG = "kep5004-conformance"
 
 # command -> (module whose main(argv) runs it, synopsis, what it does)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("conformance.run", "run [--kubeconfig FILE --profile P]",
-            "the conformance job: kind clusters, or your cluster"),
+    "run": (
+        "conformance.run",
+        "run [--kubeconfig FILE --profile P]",
+        "the conformance job: kind clusters, or your cluster",
+    ),
     "byo": ("conformance.byo", "byo DIR [--kubeconfig FILE]", "your workloads, unmodified: what each pod got"),
     "selfcheck": ("conformance.selfcheck", "selfcheck", "is each fake-driver defect caught, by name?"),
     "incluster": ("conformance.incluster", "incluster manifest|fetch ...", "run the suite as a Job in your cluster"),
     "coverage": ("conformance.report.coverage", "coverage SUMMARY.json...", "requirement x version table of runs"),
-    "merge": ("conformance.report.merge", "merge OUT BUNDLE.tar.gz...",
-              "one coverage table and JUnit from runs made on separate machines"),
-    "submission": ("conformance.report.submission", "submission REPORT_DIR DEST",
-                   "a certification submission (PRODUCT.yaml, README, e2e.log, junit_01.xml)"),
+    "merge": (
+        "conformance.report.merge",
+        "merge OUT BUNDLE.tar.gz...",
+        "one coverage table and JUnit from runs made on separate machines",
+    ),
+    "submission": (
+        "conformance.report.submission",
+        "submission REPORT_DIR DEST",
+        "a certification submission (PRODUCT.yaml, README, e2e.log, junit_01.xml)",
+    ),
     "catalogue": ("conformance.catalogue.__main__", "catalogue check|markdown|...", "the requirement catalogue"),
 }
 
-USAGE = f"""usage: {PROG} COMMAND [ARGS...]
+USAGE = (
+    f"""usage: {PROG} COMMAND [ARGS...]
 
 Conformance suite for KEP-5004 (extended resources served by a DRA driver).
 
 commands:
-""" + "".join(f"  {synopsis:<36} {what}\n" for _, synopsis, what in COMMANDS.values()) + f"""
+"""
+    + "".join(f"  {synopsis:<36} {what}\n" for _, synopsis, what in COMMANDS.values())
+    + f"""
 `{PROG} COMMAND --help` lists a command's options. Reports go to ./reports (a checkout's own reports/ when run
 from one) unless --out says otherwise; build caches and cluster state to $KEP5004_CACHE
 (default ~/.cache/kep5004-conformance).
 """
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,6 +112,7 @@ def user_error(err: Exception, kubeconfig: str | None) -> str | None:
     from clusters.topology import TopologyError
     from clusters.versions import UnknownVersionError
     from conformance.lib.profile import ProfileError
+
     where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
     text = " ".join(str(err).split())
     if isinstance(err, ProfileError):
@@ -154,6 +169,7 @@ def _error(command: str | None, message: str) -> int:
 
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version(PROG)
     except PackageNotFoundError:

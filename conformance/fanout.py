@@ -5,6 +5,7 @@ summary, clusters deleted); a child process keeps all of that as it is for a sin
 child gets its own session, so a Ctrl-C in the terminal reaches only us, and we pass it on
 once to each running child and wait for it to clean up; runs not started yet never start.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,8 +53,16 @@ class Fanout:
         with self._lock:
             if self._stopping.is_set():
                 return
-            child = subprocess.Popen(cmd, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, errors="replace", bufsize=1, start_new_session=True)
+            child = subprocess.Popen(
+                cmd,
+                cwd=self.cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                bufsize=1,
+                start_new_session=True,
+            )
             self._running[name] = child
         self.log(f"{name}: started (pid {child.pid})")
         for line in child.stdout:

@@ -20,6 +20,7 @@ ended. E2E_FOCUS (other than the conformance default) selects tests as
 pytest -k does, E2E_SKIP deselects, E2E_EXTRA_ARGS are passed to `conformance.run` (e.g.
 --profile=example-gpu). Credentials are the pod's ServiceAccount.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,37 +63,81 @@ def log(message: str) -> None:
 
 # --- manifests -----------------------------------------------------------------------------
 
+
 def manifest(profile_path: Path, image: str, namespace: str = NAME, disruptive: bool = False) -> list[dict]:
     """Everything `kubectl apply -f -` needs to run the suite in the cluster against `profile_path`;
     `disruptive`: the disruptive tests too, and the permissions they need."""
     profile = profiles.load(str(profile_path))  # refuse a bad profile before anything is applied
     meta = {"name": NAME, "namespace": namespace, "labels": {"app.kubernetes.io/name": NAME}}
-    security = {"runAsUser": NOBODY, "runAsNonRoot": True, "allowPrivilegeEscalation": False,
-                "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    security = {
+        "runAsUser": NOBODY,
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     mounts = [{"name": "results", "mountPath": str(RESULTS_MOUNT)}]
-    suite = {"name": "suite", "image": image, "imagePullPolicy": "IfNotPresent", "securityContext": security,
-             "env": [{"name": "KEP5004_PROFILE", "value": str(PROFILE_MOUNT / "profile.yaml")},
-                     *([{"name": "E2E_EXTRA_ARGS", "value": "--disruptive"}] if disruptive else [])],
-             "volumeMounts": [*mounts, {"name": "profile", "mountPath": str(PROFILE_MOUNT), "readOnly": True}]}
-    holder = {"name": "results", "image": image, "imagePullPolicy": "IfNotPresent", "securityContext": security,
-              "command": ["python3", "-m", "conformance.incluster", "hold"], "volumeMounts": mounts}
+    suite = {
+        "name": "suite",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "securityContext": security,
+        "env": [
+            {"name": "KEP5004_PROFILE", "value": str(PROFILE_MOUNT / "profile.yaml")},
+            *([{"name": "E2E_EXTRA_ARGS", "value": "--disruptive"}] if disruptive else []),
+        ],
+        "volumeMounts": [*mounts, {"name": "profile", "mountPath": str(PROFILE_MOUNT), "readOnly": True}],
+    }
+    holder = {
+        "name": "results",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "securityContext": security,
+        "command": ["python3", "-m", "conformance.incluster", "hold"],
+        "volumeMounts": mounts,
+    }
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": meta["labels"]}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
-         "rules": permissions.cluster_role_rules(permissions.required(profile, disruptive))},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{NAME}:{namespace}"},
-         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]},
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**meta, "name": f"{NAME}-profile"},
-         "data": {"profile.yaml": profile.source.read_text()}},
-        {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
-         "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": meta["labels"]}, "spec": {
-             "serviceAccountName": NAME, "restartPolicy": "Never", "containers": [suite, holder],
-             "volumes": [{"name": "results", "emptyDir": {}},
-                         {"name": "profile", "configMap": {"name": f"{NAME}-profile"}}]}}}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
+            "rules": permissions.cluster_role_rules(permissions.required(profile, disruptive)),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{NAME}:{namespace}"},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {**meta, "name": f"{NAME}-profile"},
+            "data": {"profile.yaml": profile.source.read_text()},
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": meta,
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": {"labels": meta["labels"]},
+                    "spec": {
+                        "serviceAccountName": NAME,
+                        "restartPolicy": "Never",
+                        "containers": [suite, holder],
+                        "volumes": [
+                            {"name": "results", "emptyDir": {}},
+                            {"name": "profile", "configMap": {"name": f"{NAME}-profile"}},
+                        ],
+                    },
+                },
+            },
+        },
     ]
 
 
@@ -103,16 +148,25 @@ def sonobuoy_plugin(profile_path: Path, image: str) -> dict:
     """A sonobuoy plugin definition running the same image (its fields: docs/certification.md)."""
     profile = profiles.load(str(profile_path))
     return {
-        "sonobuoy-config": {"driver": "Job", "plugin-name": NAME, "result-format": "junit",
-                            "result-files": ["junit_01.xml"],
-                            "description": f"KEP-5004 conformance of DRA driver {profile.driver} (profile {profile.name})"},
+        "sonobuoy-config": {
+            "driver": "Job",
+            "plugin-name": NAME,
+            "result-format": "junit",
+            "result-files": ["junit_01.xml"],
+            "description": f"KEP-5004 conformance of DRA driver {profile.driver} (profile {profile.name})",
+        },
         "config-map": {"profile.yaml": profile.source.read_text()},
-        "spec": {"name": "plugin", "image": image, "imagePullPolicy": "IfNotPresent",
-                 "env": [{"name": "KEP5004_PROFILE", "value": str(SONOBUOY_CONFIG_DIR / "profile.yaml")}]},
+        "spec": {
+            "name": "plugin",
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            "env": [{"name": "KEP5004_PROFILE", "value": str(SONOBUOY_CONFIG_DIR / "profile.yaml")}],
+        },
     }
 
 
 # --- what the image runs -------------------------------------------------------------------
+
 
 def results_dir(env: dict[str, str]) -> Path:
     return Path(env.get("SONOBUOY_RESULTS_DIR") or env.get("RESULTS_DIR") or RESULTS_MOUNT)
@@ -122,11 +176,16 @@ def service_account_kubeconfig(env: dict[str, str], dest: Path) -> Path:
     """A kubeconfig for the pod's own ServiceAccount (the token file is re-read as it rotates)."""
     host, port = env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
-    config = {"apiVersion": "v1", "kind": "Config", "current-context": "in-cluster",
-              "clusters": [{"name": "in-cluster", "cluster": {"server": server,
-                                                               "certificate-authority": str(SA_DIR / "ca.crt")}}],
-              "users": [{"name": "sa", "user": {"tokenFile": str(SA_DIR / "token")}}],
-              "contexts": [{"name": "in-cluster", "context": {"cluster": "in-cluster", "user": "sa"}}]}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "in-cluster",
+        "clusters": [
+            {"name": "in-cluster", "cluster": {"server": server, "certificate-authority": str(SA_DIR / "ca.crt")}}
+        ],
+        "users": [{"name": "sa", "user": {"tokenFile": str(SA_DIR / "token")}}],
+        "contexts": [{"name": "in-cluster", "context": {"cluster": "in-cluster", "user": "sa"}}],
+    }
     dest.write_text(yaml.safe_dump(config))
     return dest
 
@@ -152,12 +211,25 @@ def run_arguments(env: dict[str, str], kubeconfig: Path, out: Path) -> list[str]
 def count_tests(args: list[str]) -> int:
     """How many tests of the main stages the run will select, for the "Will run N of M specs" line
     (collection only; the mixed stage's tests, run where device-plugin nodes exist, are not counted)."""
-    profile = args[args.index("--profile") + 1] if "--profile" in args else next(
-        a.split("=", 1)[1] for a in args if a.startswith("--profile="))
+    profile = (
+        args[args.index("--profile") + 1]
+        if "--profile" in args
+        else next(a.split("=", 1)[1] for a in args if a.startswith("--profile="))
+    )
     suite = REPO_ROOT / "conformance" / "suite"
-    cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", f"--profile={profile}",
-           str(suite), *(f"--ignore={suite / d}" for d in ("mixed", "gate_cycle", "upgrade")),
-           *(["-k", args[args.index("-k") + 1]] if "-k" in args else [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--profile={profile}",
+        str(suite),
+        *(f"--ignore={suite / d}" for d in ("mixed", "gate_cycle", "upgrade")),
+        *(["-k", args[args.index("-k") + 1]] if "-k" in args else []),
+    ]
     output = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True).stdout
     found = re.search(r"(\d+)(?: tests?)? (?:selected|collected)", output)
     return int(found.group(1)) if found else 0
@@ -191,8 +263,10 @@ def entrypoint(env: dict[str, str] | None = None) -> int:
     if (report / summary.FILE).is_file():  # every verdict, for runners that bring back only the log (hydrophone)
         verdicts = summary.verdict_of_each(summary.read(report))
         closing.append(f"{VERDICTS_PREFIX} {json.dumps(verdicts, sort_keys=True)}")
-    closing += [f"Ginkgo ran 1 suite in {time.monotonic() - started:.1f}s",
-                f"Test Suite {'Passed' if code == 0 else 'Failed'} (conformance.run exit {code})"]
+    closing += [
+        f"Ginkgo ran 1 suite in {time.monotonic() - started:.1f}s",
+        f"Test Suite {'Passed' if code == 0 else 'Failed'} (conformance.run exit {code})",
+    ]
     with (results / "e2e.log").open("a") as e2e:
         e2e.write("\n".join(closing) + "\n")
     junit.merge(report, results / "junit_01.xml")  # without a report (a bad profile), the log says why
@@ -221,35 +295,61 @@ def hold(seconds: float = 3600) -> int:
 
 # --- getting the results out ---------------------------------------------------------------
 
+
 def fetch(api: Api, namespace: str, dest: Path, timeout: float) -> int:
     """Wait until the Job's suite wrote its results, copy the tarball to `dest`, let the Job end;
     returns the suite's exit code."""
+
     def pod() -> dict | None:
         found = api.list("v1", "Pod", namespace, label_selector=f"job-name={NAME}")
         return found[0] if found else None
 
     def done() -> str:
         p = pod()
-        states = {s["name"]: s.get("state") or {} for s in ((p or {}).get("status") or {}).get("containerStatuses") or []}
+        states = {
+            s["name"]: s.get("state") or {} for s in ((p or {}).get("status") or {}).get("containerStatuses") or []
+        }
         if "terminated" in states.get("results", {}):
             # The container that holds the results ended: they can never come (e.g. the image
             # cannot start the suite). Say why now rather than wait out the timeout.
             logs = {c: api.logs(namespace, p["metadata"]["name"], c)[-1500:] for c in ("suite", "results")}
-            raise CommandError(f"job {namespace}/{NAME} ended without results: containers {states}; "
-                               f"last output: {logs}")
+            raise CommandError(
+                f"job {namespace}/{NAME} ended without results: containers {states}; last output: {logs}"
+            )
         running = "running" in states.get("results", {})
-        return running and api.exec(namespace, p["metadata"]["name"],
-                                    ["sh", "-c", f"cat {RESULTS_MOUNT}/done 2>/dev/null || true"], "results").strip()
+        return (
+            running
+            and api.exec(
+                namespace,
+                p["metadata"]["name"],
+                ["sh", "-c", f"cat {RESULTS_MOUNT}/done 2>/dev/null || true"],
+                "results",
+            ).strip()
+        )
 
     if api.get("batch/v1", "Job", NAME, namespace) is None:
-        raise CommandError(f"no Job {namespace}/{NAME}: apply `{prog('conformance.incluster')} manifest` first "
-                           "(or pass --namespace)")
+        raise CommandError(
+            f"no Job {namespace}/{NAME}: apply `{prog('conformance.incluster')} manifest` first (or pass --namespace)"
+        )
     log(f"waiting for the suite in namespace {namespace} (up to {timeout:.0f} s)")
-    tarball = wait_for(done, timeout=timeout, interval=10, what=f"job {namespace}/{NAME} to write its results",
-                       describe=lambda: str(((pod() or {}).get("status") or {}).get("containerStatuses")))
+    tarball = wait_for(
+        done,
+        timeout=timeout,
+        interval=10,
+        what=f"job {namespace}/{NAME} to write its results",
+        describe=lambda: str(((pod() or {}).get("status") or {}).get("containerStatuses")),
+    )
     name = pod()["metadata"]["name"]
-    encoded = api.exec(namespace, name, ["python3", "-c", "import base64,sys; sys.stdout.write("
-                                         f"base64.b64encode(open({tarball!r},'rb').read()).decode())"], "results")
+    encoded = api.exec(
+        namespace,
+        name,
+        [
+            "python3",
+            "-c",
+            f"import base64,sys; sys.stdout.write(base64.b64encode(open({tarball!r},'rb').read()).decode())",
+        ],
+        "results",
+    )
     dest.write_bytes(base64.b64decode(encoded))
     api.exec(namespace, name, ["touch", f"{RESULTS_MOUNT}/fetched"], "results")
     with tarfile.open(dest) as tar:
@@ -257,23 +357,38 @@ def fetch(api: Api, namespace: str, dest: Path, timeout: float) -> int:
     log(f"results: {dest} ({dest.stat().st_size} bytes, {len(names)} entries)")
 
     def suite_exit() -> int | None:
-        state = next((s.get("state") or {} for s in (pod() or {}).get("status", {}).get("containerStatuses") or []
-                      if s["name"] == "suite"), {})
+        state = next(
+            (
+                s.get("state") or {}
+                for s in (pod() or {}).get("status", {}).get("containerStatuses") or []
+                if s["name"] == "suite"
+            ),
+            {},
+        )
         return state.get("terminated", {}).get("exitCode")
-    return wait_for(lambda: suite_exit() is not None and (suite_exit(),), timeout=60, interval=2,
-                    what="the suite container's exit code")[0]
+
+    return wait_for(
+        lambda: suite_exit() is not None and (suite_exit(),),
+        timeout=60,
+        interval=2,
+        what="the suite container's exit code",
+    )[0]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog("conformance.incluster"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=prog("conformance.incluster"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = p.add_subparsers(dest="command", required=True)
     m = commands.add_parser("manifest", help="print the objects that run the suite in a cluster")
     m.add_argument("--profile", required=True, type=Path, help="the driver's profile (copied into a ConfigMap)")
     m.add_argument("--image", default="", help="the suite image (default: the one `make images` built)")
     m.add_argument("--namespace", default=NAME)
-    m.add_argument("--disruptive", action="store_true",
-                   help="also run the disruptive tests, with the permissions they need (eviction, cordon)")
+    m.add_argument(
+        "--disruptive",
+        action="store_true",
+        help="also run the disruptive tests, with the permissions they need (eviction, cordon)",
+    )
     f = commands.add_parser("fetch", help="wait for the Job and copy its results tarball out")
     f.add_argument("--namespace", default=NAME)
     f.add_argument("--kubeconfig", type=Path, default=None)
@@ -288,8 +403,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("manifest", "sonobuoy-plugin"):
         path = args.profile if args.profile.suffix else profiles.PROFILES_DIR / f"{args.profile}.yaml"
         image = args.image or suite_image()
-        docs = (manifest(path, image, args.namespace, args.disruptive) if args.command == "manifest"
-                else [sonobuoy_plugin(path, image)])
+        docs = (
+            manifest(path, image, args.namespace, args.disruptive)
+            if args.command == "manifest"
+            else [sonobuoy_plugin(path, image)]
+        )
         sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=False))
         return 0
     if args.command == "fetch":
@@ -303,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def suite_image() -> str:
     from clusters.images import BuiltImages
+
     return BuiltImages.load().suite
 
 

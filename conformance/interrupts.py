@@ -16,6 +16,7 @@ and by SIGTERM to its process group (a terminal, a CI runner cancelling the job)
 make exits non-zero, no container or build directory is left, and the next build succeeds.
 The table is printed and written to <out>/interrupts.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,8 +71,10 @@ class Trial:
         return self.exit not in (None, 0) and not self.leftovers and self.interrupted_stage is not None
 
     def row(self) -> str:
-        return (f"| {self.point} | {self.how} | {self.exit} | {', '.join(self.leftovers) or 'none'} | "
-                f"{self.interrupted_stage or '-'} | {'passed' if self.passed else 'FAILED'} | {self.seconds:.0f} s |")
+        return (
+            f"| {self.point} | {self.how} | {self.exit} | {', '.join(self.leftovers) or 'none'} | "
+            f"{self.interrupted_stage or '-'} | {'passed' if self.passed else 'FAILED'} | {self.seconds:.0f} s |"
+        )
 
 
 def kind_containers() -> list[str]:
@@ -107,9 +110,24 @@ def trial(point: str, how: str, out: Path, versions: list[str], lanes: bool = Fa
     sig, group = SIGNALS[how]
     out.mkdir(parents=True, exist_ok=True)
     log = (out / "run.log").open("w")
-    cmd = [sys.executable, "-u", "-m", "conformance.run", "--k8s-versions", ",".join(versions),
-           "--jobs", str(len(versions)), "--profile", "fake-gpu",
-           *([] if lanes else ["--no-mixed"]), "--no-faults", "--no-gate-cycle", "--no-upgrade", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-u",
+        "-m",
+        "conformance.run",
+        "--k8s-versions",
+        ",".join(versions),
+        "--jobs",
+        str(len(versions)),
+        "--profile",
+        "fake-gpu",
+        *([] if lanes else ["--no-mixed"]),
+        "--no-faults",
+        "--no-gate-cycle",
+        "--no-upgrade",
+        "--out",
+        str(out),
+    ]
     start, before = time.monotonic(), set(kind_containers())  # a soak may run next to us
     runner = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     reached = _wait_for_line(out / "run.log", marker, runner, timeout=900)
@@ -122,9 +140,14 @@ def trial(point: str, how: str, out: Path, versions: list[str], lanes: bool = Fa
         os.killpg(runner.pid, signal.SIGKILL)
         code = None
     print(f"[interrupts] {point}, {how}: exit {code} after {time.monotonic() - start:.0f} s", file=sys.stderr)
-    return Trial(LANES if lanes else point if len(versions) == 1 else AT_ONCE, how, code if reached else None,
-                 sorted(set(kind_containers()) - before),
-                 interrupted_stage(out, lanes=2 if lanes else 1), time.monotonic() - start)
+    return Trial(
+        LANES if lanes else point if len(versions) == 1 else AT_ONCE,
+        how,
+        code if reached else None,
+        sorted(set(kind_containers()) - before),
+        interrupted_stage(out, lanes=2 if lanes else 1),
+        time.monotonic() - start,
+    )
 
 
 def build_trial(how: str, out: Path, version: str) -> Trial:
@@ -140,9 +163,15 @@ def build_trial(how: str, out: Path, version: str) -> Trial:
     start = time.monotonic()
     with (out / "build.log").open("w") as log:
         # SIGINT as a terminal gives it (we may run from a background shell, which ignores it).
-        make = subprocess.Popen(cmd, cwd=checkout, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "PYTHONPATH": str(checkout)},
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        make = subprocess.Popen(
+            cmd,
+            cwd=checkout,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": str(checkout)},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
     # The driver's build context appears once its image is being assembled.
     reached = _wait_for(lambda: any(d.name.startswith("driver.") for d in build_dirs() - dirs), make, timeout=600)
     if reached:
@@ -154,16 +183,29 @@ def build_trial(how: str, out: Path, version: str) -> Trial:
         os.killpg(make.pid, signal.SIGKILL)
         code = None
     time.sleep(2)  # what the signal stopped has gone by now, or it was left behind
-    leftovers = [f"container {c}" for c in sorted(all_containers() - containers)] + \
-                [f"build dir {d.name}" for d in sorted(build_dirs() - dirs)]
-    print(f"[interrupts] {BUILD_POINT}, {how}: exit {code} after {time.monotonic() - start:.0f} s; "
-          "building again", file=sys.stderr)
+    leftovers = [f"container {c}" for c in sorted(all_containers() - containers)] + [
+        f"build dir {d.name}" for d in sorted(build_dirs() - dirs)
+    ]
+    print(
+        f"[interrupts] {BUILD_POINT}, {how}: exit {code} after {time.monotonic() - start:.0f} s; building again",
+        file=sys.stderr,
+    )
     with (out / "rebuild.log").open("w") as log:
-        rebuilt = subprocess.run(cmd, cwd=checkout, stdout=log, stderr=subprocess.STDOUT,
-                                 env={**os.environ, "PYTHONPATH": str(checkout)}).returncode == 0
+        rebuilt = (
+            subprocess.run(
+                cmd, cwd=checkout, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(checkout)}
+            ).returncode
+            == 0
+        )
     shutil.rmtree(checkout, ignore_errors=True)
-    return Trial(BUILD_POINT, how, code if reached else None, leftovers,
-                 "next build passed" if rebuilt else None, time.monotonic() - start)
+    return Trial(
+        BUILD_POINT,
+        how,
+        code if reached else None,
+        leftovers,
+        "next build passed" if rebuilt else None,
+        time.monotonic() - start,
+    )
 
 
 def second_built_version(version: str) -> str | None:
@@ -193,8 +235,9 @@ def _wait_for(reached: Callable[[], bool], process: subprocess.Popen, timeout: f
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog("conformance.interrupts"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=prog("conformance.interrupts"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--k8s-version", default=default_version().tag)
     p.add_argument("--out", type=Path, default=REPORTS_DIR / "interrupts")
     args = p.parse_args(argv)
@@ -203,21 +246,35 @@ def main(argv: list[str] | None = None) -> int:
     ours = [ClusterSpec("dra", resolve(v)).name for v in (args.k8s_version, second) if v]
     clash = sorted(set(lifecycle.existing_clusters()) & set(ours))
     if clash:
-        print(f"{prog('conformance.interrupts')}: error: the trials make and delete cluster(s) {', '.join(clash)}, "
-              "which exist already: delete them first (python -m clusters down NAME)", file=sys.stderr)
+        print(
+            f"{prog('conformance.interrupts')}: error: the trials make and delete cluster(s) {', '.join(clash)}, "
+            "which exist already: delete them first (python -m clusters down NAME)",
+            file=sys.stderr,
+        )
         return 2
     trials = [build_trial(how, args.out / f"build-{i}", args.k8s_version) for i, how in enumerate(BUILD_SIGNALS)]
-    trials += [trial(point, how, args.out / f"{i}", [args.k8s_version])
-               for i, (point, how) in enumerate((pt, h) for pt in POINTS for h in SIGNALS)]
-    trials += [trial("in a test", how, args.out / f"lanes-{i}", [args.k8s_version], lanes=True)
-               for i, how in enumerate(SIGNALS)]
+    trials += [
+        trial(point, how, args.out / f"{i}", [args.k8s_version])
+        for i, (point, how) in enumerate((pt, h) for pt in POINTS for h in SIGNALS)
+    ]
+    trials += [
+        trial("in a test", how, args.out / f"lanes-{i}", [args.k8s_version], lanes=True)
+        for i, how in enumerate(SIGNALS)
+    ]
     if second:
-        trials += [trial("in a test", how, args.out / f"at-once-{i}", [args.k8s_version, second])
-                   for i, how in enumerate(SIGNALS)]
+        trials += [
+            trial("in a test", how, args.out / f"at-once-{i}", [args.k8s_version, second])
+            for i, how in enumerate(SIGNALS)
+        ]
     else:
         print(f"[interrupts] {AT_ONCE}: not run, no second pinned version is built (make images)", file=sys.stderr)
-    table = "\n".join(["| stopped while | how | exit | left behind | summary marks (build: next build) | result | time |",
-                       "|---|---|---|---|---|---|---|", *(t.row() for t in trials)])
+    table = "\n".join(
+        [
+            "| stopped while | how | exit | left behind | summary marks (build: next build) | result | time |",
+            "|---|---|---|---|---|---|---|",
+            *(t.row() for t in trials),
+        ]
+    )
     (args.out / "interrupts.md").write_text(table + "\n")
     print(table)
     return 0 if all(t.passed for t in trials) else 1

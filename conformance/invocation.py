@@ -1,5 +1,6 @@
 """How the user invoked a command, for its usage lines: `kep5004-conformance run` through the
 installed tool, else `python -m conformance.run` as from a checkout."""
+
 from __future__ import annotations
 
 import sys

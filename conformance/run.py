@@ -12,6 +12,7 @@ Existing-cluster mode (--kubeconfig): the same against a cluster and driver you 
 creating no kind cluster. Reports go to --out/<target>/: JUnit XML, Allure results,
 summary.json/.md per requirement, and a results bundle (.tar.gz).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,6 +52,7 @@ from kube.waits import WaitTimeout, set_timeout_scale
 @dataclass
 class Report:
     """One report directory: a profile's verdicts on one cluster version (or existing cluster)."""
+
     profile: profiles.Profile
     profile_arg: str  # as given (name or absolute path), passed on to the suite's pytest
     out: Path
@@ -69,10 +71,10 @@ def log(message: str) -> None:
 
 SUITE = REPO_ROOT / "conformance" / "suite"
 # Suites that need a cluster of their own topology, run serially after the main stages.
-MIXED_SUITE = SUITE / "mixed"            # nodes serving the name both ways
+MIXED_SUITE = SUITE / "mixed"  # nodes serving the name both ways
 GATE_CYCLE_SUITE = SUITE / "gate_cycle"  # switches the gate off and on in place
-FAULTS_SUITE = SUITE / "faults"          # kills and restarts components and nodes in place
-UPGRADE_SUITE = SUITE / "upgrade"        # changes the Kubernetes version in place
+FAULTS_SUITE = SUITE / "faults"  # kills and restarts components and nodes in place
+UPGRADE_SUITE = SUITE / "upgrade"  # changes the Kubernetes version in place
 # Set on an interrupt: signals reach only the main thread, so a lane running in another thread learns
 # of it here (before its next stage) and its running stage is stopped through STAGE_PROCESSES.
 STOPPING = threading.Event()
@@ -108,19 +110,36 @@ class StageLog:
             raise
 
 
-def run_stage(name: str, paths: list[str], kubeconfig: Path, args: argparse.Namespace, report: Report,
-              marker: str, workers: int) -> int:
+def run_stage(
+    name: str, paths: list[str], kubeconfig: Path, args: argparse.Namespace, report: Report, marker: str, workers: int
+) -> int:
     out = report.out
-    cmd = [sys.executable, "-m", "pytest", *PYTEST_CONFIG, *paths, "-p", "no:cacheprovider", "-m", marker,
-           f"--kubeconfig={kubeconfig}", f"--profile={report.profile_arg}",
-           f"--results-json={out / 'results.jsonl'}", f"--junitxml={junit.stage_file(out, name)}",
-           f"--alluredir={out / 'allure'}", f"--diagnostics-dir={out / 'diagnostics'}", "-rfE",
-           f"--timeout-scale={round(args.timeout_scale * report.wait_scale, 2)}",
-           *([f"--preflight={report.preflight_file}"] if report.preflight_file else []),
-           "-o", "junit_family=xunit1",  # keeps the checks tests record as JUnit properties
-           # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
-           *(["-k", args.k] if args.k else []), *(["--keep"] if args.keep_namespaces else []),
-           *(["--disruptive"] if args.disruptive else [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *PYTEST_CONFIG,
+        *paths,
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        marker,
+        f"--kubeconfig={kubeconfig}",
+        f"--profile={report.profile_arg}",
+        f"--results-json={out / 'results.jsonl'}",
+        f"--junitxml={junit.stage_file(out, name)}",
+        f"--alluredir={out / 'allure'}",
+        f"--diagnostics-dir={out / 'diagnostics'}",
+        "-rfE",
+        f"--timeout-scale={round(args.timeout_scale * report.wait_scale, 2)}",
+        *([f"--preflight={report.preflight_file}"] if report.preflight_file else []),
+        "-o",
+        "junit_family=xunit1",  # keeps the checks tests record as JUnit properties
+        # --keep keeps clusters; test namespaces hold devices, so they go unless asked for.
+        *(["-k", args.k] if args.k else []),
+        *(["--keep"] if args.keep_namespaces else []),
+        *(["--disruptive"] if args.disruptive else []),
+    ]
     if workers > 1:
         cmd += ["-n", str(workers)]
     stop_if_stopping()
@@ -195,8 +214,10 @@ def mixed_stage(kubeconfig: Path, args: argparse.Namespace, report: Report) -> l
 def serial_suites_stage(suites: list[tuple[str, Path]]) -> Stage:
     """Stages running suite directories one after the other, each alone: they change the cluster
     in place (gate, version) and leave it as they found it."""
+
     def stage(kubeconfig: Path, args: argparse.Namespace, report: Report) -> list[int]:
         return [run_stage(name, [str(suite)], kubeconfig, args, report, "serial", 1) for name, suite in suites]
+
     return stage
 
 
@@ -225,6 +246,7 @@ def run_lanes(plan: list[list[Step]], run_step: Callable[[Step], bool]) -> bool:
     """The first lane in this thread, the others in threads of their own; every step runs even
     after another failed. An interrupt (only ever raised here) stops the other lanes' stages, and
     returns once those lanes have cleaned up (their clusters deleted)."""
+
     def lane(steps: list[Step]) -> bool:
         return all([run_step(step) for step in steps])
 
@@ -284,23 +306,36 @@ def finish(report: Report) -> dict[str, int]:
 
 def fresh(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("results.jsonl", "stages.jsonl", "junit.xml", *(p.name for p in out.glob(f"{junit.PREFIX}*.xml")),
-                  *(p.name for p in out.glob("preflight-*.json"))):
+    for stale in (
+        "results.jsonl",
+        "stages.jsonl",
+        "junit.xml",
+        *(p.name for p in out.glob(f"{junit.PREFIX}*.xml")),
+        *(p.name for p in out.glob("preflight-*.json")),
+    ):
         (out / stale).unlink(missing_ok=True)
     return out
 
 
 def base_context(target: str, profile: profiles.Profile, server: str, gate_enabled: bool | None) -> dict:
     """What the report says even when no cluster ever answered."""
-    return {"target": target, "server": server, "profile": profile.name, "driver": profile.driver,
-            "explicit_name": profile.explicit_name is not None, "gate_enabled": gate_enabled, "preflight": [],
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {
+        "target": target,
+        "server": server,
+        "profile": profile.name,
+        "driver": profile.driver,
+        "explicit_name": profile.explicit_name is not None,
+        "gate_enabled": gate_enabled,
+        "preflight": [],
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 def describe(api: Api, context: dict) -> None:
     nodes = api.list("v1", "Node")
-    context.update(server=api.server_version(),
-                   kubelets=sorted({n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes}))
+    context.update(
+        server=api.server_version(), kubelets=sorted({n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes})
+    )
 
 
 def run_preflight(api: Api, report: Report, stage: str) -> bool:
@@ -320,8 +355,14 @@ def run_preflight(api: Api, report: Report, stage: str) -> bool:
     return True
 
 
-def install_and_check_driver(api: Api, kubectl: Callable[..., str], report: Report, images: BuiltImages | None,
-                             args: argparse.Namespace, stage: str) -> bool:
+def install_and_check_driver(
+    api: Api,
+    kubectl: Callable[..., str],
+    report: Report,
+    images: BuiltImages | None,
+    args: argparse.Namespace,
+    stage: str,
+) -> bool:
     profile = report.profile
     if profile.deploy == "fake-driver" and (images or args.install_fake_driver):
         log(f"{stage}: deploying the fake driver as profile {profile.name}")
@@ -334,8 +375,15 @@ def install_and_check_driver(api: Api, kubectl: Callable[..., str], report: Repo
     return run_preflight(api, report, stage)
 
 
-def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, reports: list[Report],
-                    args: argparse.Namespace, made: Callable[[], None] = lambda: None, first: bool = False) -> bool:
+def on_kind_cluster(
+    spec: ClusterSpec,
+    stage: Stage,
+    images: BuiltImages,
+    reports: list[Report],
+    args: argparse.Namespace,
+    made: Callable[[], None] = lambda: None,
+    first: bool = False,
+) -> bool:
     """One stage on a cluster made for it, once per report's profile (the fake driver of one
     profile is removed before the next one's is deployed); the cluster goes afterwards (unless
     --keep), whatever happened. `made` is called once the cluster is up or failed to come up.
@@ -349,15 +397,22 @@ def on_kind_cluster(spec: ClusterSpec, stage: Stage, images: BuiltImages, report
     try:
         with StageLog(out).step(f"{spec.topology} cluster", out):
             try:
-                cluster = lifecycle.ensure(spec, images, failure_logs=out / "diagnostics" / f"cluster-{spec.name}",
-                                           stop=stop_if_stopping, priority=0 if first else 1)
+                cluster = lifecycle.ensure(
+                    spec,
+                    images,
+                    failure_logs=out / "diagnostics" / f"cluster-{spec.name}",
+                    stop=stop_if_stopping,
+                    priority=0 if first else 1,
+                )
             finally:
                 made()
         # Waits on a cluster that was slow to come up get the time the host's load costs them.
         scale = capacity.wait_scale(cluster.created_s)
         if scale > 1:
-            log(f"{spec.name} took {cluster.created_s:.0f} s to come up ({capacity.ALONE_CREATE_S:.0f} s on a quiet "
-                f"host): its stages wait {scale}x as long")
+            log(
+                f"{spec.name} took {cluster.created_s:.0f} s to come up ({capacity.ALONE_CREATE_S:.0f} s on a quiet "
+                f"host): its stages wait {scale}x as long"
+            )
         for report in reports:
             report.wait_scale = scale
         previous: Report | None = None
@@ -396,8 +451,9 @@ def report_name(spec: ClusterSpec, profile: profiles.Profile, first: bool) -> st
     return spec.name if first else f"{spec.name}-{profile.name}"
 
 
-def report_dirs(args: argparse.Namespace, version: KubeVersion, gates: dict[str, bool],
-                chosen: list[tuple[str, profiles.Profile]]) -> list[Path]:
+def report_dirs(
+    args: argparse.Namespace, version: KubeVersion, gates: dict[str, bool], chosen: list[tuple[str, profiles.Profile]]
+) -> list[Path]:
     """The report directories of one version, one per profile."""
     main = ClusterSpec("dra", version, gates=gates)
     return [args.out / report_name(main, profile, i == 0) for i, (_, profile) in enumerate(chosen)]
@@ -428,8 +484,9 @@ def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]
             out = fresh(out)
             # The gate as the kind config sets it: switched on where the version's default is off.
             gate = feature_gates(main).get(DRAExtendedResource)
-            reports.append(Report(profile, arg, out, base_context(out.name, profile, version.tag, gate),
-                                  time.monotonic()))
+            reports.append(
+                Report(profile, arg, out, base_context(out.name, profile, version.tag, gate), time.monotonic())
+            )
         outs += [r.out for r in reports]
         plan = lanes(kind_plan(version, args, gates), args.one_cluster_at_a_time)
         first_cluster = threading.Event()
@@ -441,9 +498,15 @@ def on_kind(args: argparse.Namespace, chosen: list[tuple[str, profiles.Profile]]
                 for report in reports[1:]:
                     report.context["first_profile_only"] = reports[0].profile.name
             first = step is plan[0][0]
-            return on_kind_cluster(ClusterSpec(step.topology, version, gates=gates), step.stage, images,
-                                   reports if step.every_profile else reports[:1], args,
-                                   made=first_cluster.set if first else lambda: None, first=first)
+            return on_kind_cluster(
+                ClusterSpec(step.topology, version, gates=gates),
+                step.stage,
+                images,
+                reports if step.every_profile else reports[:1],
+                args,
+                made=first_cluster.set if first else lambda: None,
+                first=first,
+            )
 
         try:
             passed &= run_lanes(plan, run_step)
@@ -458,7 +521,10 @@ def share_cluster_budget(args: argparse.Namespace) -> None:
     """Measure the host once and say what it allows; the budget goes to every process of the run
     (versions at once, the suite's pytest) through the environment, so that all of them count
     against the same figures instead of each measuring a host its siblings already load."""
-    for value, name in ((args.max_clusters, capacity.MAX_CLUSTERS_ENV), (args.create_at_once, capacity.CREATE_AT_ONCE_ENV)):
+    for value, name in (
+        (args.max_clusters, capacity.MAX_CLUSTERS_ENV),
+        (args.create_at_once, capacity.CREATE_AT_ONCE_ENV),
+    ):
         if value is not None:
             os.environ[name] = str(value)
     budget = capacity.budget()
@@ -467,15 +533,33 @@ def share_cluster_budget(args: argparse.Namespace) -> None:
     log(f"host: {budget.why} (--max-clusters, --create-at-once to choose)")
 
 
-def versions_at_once(args: argparse.Namespace, versions: list[KubeVersion], gates: dict[str, bool],
-                     chosen: list[tuple[str, profiles.Profile]]) -> int:
+def versions_at_once(
+    args: argparse.Namespace,
+    versions: list[KubeVersion],
+    gates: dict[str, bool],
+    chosen: list[tuple[str, profiles.Profile]],
+) -> int:
     """--jobs N: each version's run (all its stages, one after the other, as without --jobs) in a
     child process, N at a time. Versions have clusters of their own names, so they never meet;
     what they share is the host's cores, hence the waits' deadlines are what keeps them honest."""
     log(f"running {len(versions)} versions, {args.jobs} at a time; each line names its version")
     # The later --k8s-versions and --jobs win over what the user gave.
-    commands = {v.tag: [sys.executable, "-u", "-m", "conformance.run", *args.argv, "--k8s-versions", v.tag,
-                        "--jobs", "1", "--out", str(args.out)] for v in versions}
+    commands = {
+        v.tag: [
+            sys.executable,
+            "-u",
+            "-m",
+            "conformance.run",
+            *args.argv,
+            "--k8s-versions",
+            v.tag,
+            "--jobs",
+            "1",
+            "--out",
+            str(args.out),
+        ]
+        for v in versions
+    }
     try:
         # Our working directory, so that relative paths in the arguments (a profile file) still hold.
         codes = Fanout(args.jobs, Path.cwd(), log).run(commands)
@@ -494,8 +578,10 @@ def on_existing(args: argparse.Namespace, arg: str, profile: profiles.Profile) -
     log(f"existing cluster {args.kubeconfig}: server {server}")
     lacking = permissions.missing(api, permissions.required(profile, args.disruptive))
     if lacking:
-        raise CommandError(f"the credentials in {args.kubeconfig} lack {len(lacking)} permission(s) the suite needs: "
-                           + ", ".join(f"{p}" + (f" ({p.why})" if p.why else "") for p in lacking))
+        raise CommandError(
+            f"the credentials in {args.kubeconfig} lack {len(lacking)} permission(s) the suite needs: "
+            + ", ".join(f"{p}" + (f" ({p.why})" if p.why else "") for p in lacking)
+        )
     out = fresh(args.out / "existing")
     report = Report(profile, arg, out, base_context("existing", profile, server, None), time.monotonic())
     passed = False
@@ -522,51 +608,93 @@ def on_existing(args: argparse.Namespace, arg: str, profile: profiles.Profile) -
         else:
             swept = cleanup.sweep(api) if sweep else []
         if sweep:
-            log(f"removed {len(swept)} object(s) the suite had left: {', '.join(swept)}" if swept else
-                "nothing the suite created is left in the cluster")
+            log(
+                f"removed {len(swept)} object(s) the suite had left: {', '.join(swept)}"
+                if swept
+                else "nothing the suite created is left in the cluster"
+            )
     return 0 if passed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog("conformance.run"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--profile", help="driver profile name (fixtures/profiles) or path; required with --kubeconfig. "
-                                     "kind mode: comma-separated profiles of the fake driver, run one after the "
-                                     "other on each cluster (default: fake-gpu)")
-    p.add_argument("--install-fake-driver", action="store_true",
-                   help="with --kubeconfig: install the project's fake driver (a deploy: fake-driver profile) into "
-                        "that cluster to try the suite out; removed again at the end unless --keep")
+    p = argparse.ArgumentParser(
+        prog=prog("conformance.run"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--profile",
+        help="driver profile name (fixtures/profiles) or path; required with --kubeconfig. "
+        "kind mode: comma-separated profiles of the fake driver, run one after the "
+        "other on each cluster (default: fake-gpu)",
+    )
+    p.add_argument(
+        "--install-fake-driver",
+        action="store_true",
+        help="with --kubeconfig: install the project's fake driver (a deploy: fake-driver profile) into "
+        "that cluster to try the suite out; removed again at the end unless --keep",
+    )
     p.add_argument("--kubeconfig", type=Path, help="run against this existing cluster; no kind cluster is made")
     p.add_argument("--k8s-versions", default="", help="kind mode: comma-separated versions (default: all pinned)")
     p.add_argument("--feature-gates", default="", help="kind mode: gate overrides, e.g. DRAExtendedResource=false")
     p.add_argument("--parallel", type=int, default=2, help="xdist workers for the parallel stage (1 = none)")
-    p.add_argument("--jobs", type=int, default=1,
-                   help="kind mode: run this many versions at once, each in its own process and clusters")
-    p.add_argument("--max-clusters", type=int, default=None,
-                   help="kind mode: kind clusters alive on this host at once, counting anyone's (default: measured "
-                        "from the host's cores and memory, printed at the start)")
-    p.add_argument("--create-at-once", type=int, default=None,
-                   help="kind mode: clusters created at the same time (default: one per four cores)")
-    p.add_argument("--one-cluster-at-a-time", action="store_true",
-                   help="kind mode: a version's clusters one after the other, not the in-place stages' cluster "
-                        "alongside the others (less memory and CPU at once, a longer run)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="kind mode: run this many versions at once, each in its own process and clusters",
+    )
+    p.add_argument(
+        "--max-clusters",
+        type=int,
+        default=None,
+        help="kind mode: kind clusters alive on this host at once, counting anyone's (default: measured "
+        "from the host's cores and memory, printed at the start)",
+    )
+    p.add_argument(
+        "--create-at-once",
+        type=int,
+        default=None,
+        help="kind mode: clusters created at the same time (default: one per four cores)",
+    )
+    p.add_argument(
+        "--one-cluster-at-a-time",
+        action="store_true",
+        help="kind mode: a version's clusters one after the other, not the in-place stages' cluster "
+        "alongside the others (less memory and CPU at once, a longer run)",
+    )
     p.add_argument("--no-serial", action="store_true", help="skip the serial stage")
     # Also --disruptive=true: hydrophone hands its --extra-args on only in --key=value form.
-    p.add_argument("--disruptive", nargs="?", const=True, default=False, type=_boolean, metavar="true|false",
-                   help="with --kubeconfig: also run the disruptive tests in the serial stage (the driver's pod on a "
-                        "node deleted while preparing, a node drained of the suite's pods and uncordoned); always "
-                        "on kind")
+    p.add_argument(
+        "--disruptive",
+        nargs="?",
+        const=True,
+        default=False,
+        type=_boolean,
+        metavar="true|false",
+        help="with --kubeconfig: also run the disruptive tests in the serial stage (the driver's pod on a "
+        "node deleted while preparing, a node drained of the suite's pods and uncordoned); always "
+        "on kind",
+    )
     p.add_argument("--no-mixed", action="store_true", help="skip the mixed device-plugin/DRA stage")
-    p.add_argument("--no-faults", action="store_true",
-                   help="skip the fault stage (components and nodes killed and restarted under load)")
+    p.add_argument(
+        "--no-faults",
+        action="store_true",
+        help="skip the fault stage (components and nodes killed and restarted under load)",
+    )
     p.add_argument("--no-gate-cycle", action="store_true", help="skip the feature gate ON->OFF->ON stage")
     p.add_argument("--no-upgrade", action="store_true", help="skip the Kubernetes upgrade/downgrade stage")
-    p.add_argument("--timeout-scale", type=float, default=1.0,
-                   help="multiply every wait deadline: 2 for a slow cluster, 0.25 to fail fast on a broken one")
+    p.add_argument(
+        "--timeout-scale",
+        type=float,
+        default=1.0,
+        help="multiply every wait deadline: 2 for a slow cluster, 0.25 to fail fast on a broken one",
+    )
     p.add_argument("-k", default="", help="pytest -k expression to select tests")
     p.add_argument("--keep", action="store_true", help="keep the kind clusters for debugging or reuse")
-    p.add_argument("--keep-namespaces", action="store_true",
-                   help="keep each test's namespace (its pods keep their devices: later tests may starve)")
+    p.add_argument(
+        "--keep-namespaces",
+        action="store_true",
+        help="keep each test's namespace (its pods keep their devices: later tests may starve)",
+    )
     p.add_argument("--out", type=Path, default=REPORTS_DIR, help="report directory")
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # --jobs hands it on to each version's run
@@ -592,16 +720,26 @@ def main(argv: list[str] | None = None) -> int:
                 raise CommandError("--kubeconfig takes one profile: the driver installed in that cluster")
             arg, profile = chosen[0]
             if profile.deploy == "fake-driver" and not args.install_fake_driver:
-                log(f"profile {profile.name} describes the project's fake driver: judging it as installed by hand "
-                    "(nothing is installed unless --install-fake-driver is given)")
+                log(
+                    f"profile {profile.name} describes the project's fake driver: judging it as installed by hand "
+                    "(nothing is installed unless --install-fake-driver is given)"
+                )
             return on_existing(args, arg, profile)
         not_fake = [p.name for _, p in chosen if p.deploy != "fake-driver"]
         if not_fake:
-            raise CommandError(f"kind mode deploys the project's fake driver, but profile(s) {', '.join(not_fake)} "
-                               "describe a preinstalled driver: run them with --kubeconfig against your cluster")
+            raise CommandError(
+                f"kind mode deploys the project's fake driver, but profile(s) {', '.join(not_fake)} "
+                "describe a preinstalled driver: run them with --kubeconfig against your cluster"
+            )
         return on_kind(args, chosen)
-    except (profiles.ProfileError, TopologyError, UnknownVersionError, ImagesMissingError, CommandError,
-            ValueError) as err:
+    except (
+        profiles.ProfileError,
+        TopologyError,
+        UnknownVersionError,
+        ImagesMissingError,
+        CommandError,
+        ValueError,
+    ) as err:
         log(f"error: {err}")
         return 2
     except KeyboardInterrupt:

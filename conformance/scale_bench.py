@@ -21,6 +21,7 @@ measure the rate limiter. kube-controller-manager gets one too (--controller-qps
 every pod's special ResourceClaim must lose its deletion-protection finalizer, one request each,
 and at its default of 20 requests/s 5000 claims kept a namespace terminating for over ten minutes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,69 +72,113 @@ class Batch:
 
 def fake_node(name: str, gpus: int) -> Obj:
     capacity = {"cpu": "64", "memory": "512Gi", "pods": str(MAX_PODS_PER_NODE), NAMES["device-plugin"]: str(gpus)}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "annotations": {KWOK_KEY: "fake"},
-                         "labels": {**FAKE, "kubernetes.io/hostname": name}},
-            "spec": {"taints": [{"key": KWOK_KEY, "value": "fake", "effect": "NoSchedule"}]},
-            "status": {"capacity": capacity, "allocatable": capacity}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_KEY: "fake"},
+            "labels": {**FAKE, "kubernetes.io/hostname": name},
+        },
+        "spec": {"taints": [{"key": KWOK_KEY, "value": "fake", "effect": "NoSchedule"}]},
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
 
 
 def node_slice(node: str, gpus: int) -> Obj:
-    return {"apiVersion": RESOURCE_API, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
-            "spec": {"driver": DRIVER, "nodeName": node,
-                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                     "devices": [{"name": f"gpu-{i}"} for i in range(gpus)]}}
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-gpus"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}"} for i in range(gpus)],
+        },
+    }
 
 
 def device_class() -> Obj:
-    return {"apiVersion": RESOURCE_API, "kind": "DeviceClass", "metadata": {"name": DEVICE_CLASS},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
-                     "extendedResourceName": NAMES["dra"]}}
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "DeviceClass",
+        "metadata": {"name": DEVICE_CLASS},
+        "spec": {
+            "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+            "extendedResourceName": NAMES["dra"],
+        },
+    }
 
 
 def gpu_pod(name: str, mechanism: str, image: str) -> Obj:
     # The image is never pulled: kwok, not a kubelet, runs these pods.
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"nodeSelector": FAKE,
-                     "tolerations": [{"key": KWOK_KEY, "operator": "Exists", "effect": "NoSchedule"}],
-                     "containers": [{"name": "main", "image": image,
-                                     "resources": {"limits": {NAMES[mechanism]: "1"}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": FAKE,
+            "tolerations": [{"key": KWOK_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "main", "image": image, "resources": {"limits": {NAMES[mechanism]: "1"}}}],
+        },
+    }
 
 
 def build_kwok() -> tuple[Path, Path]:
     """The kwok binary and the stage set it plays, built (or reused) from the Go module."""
-    lines = subprocess.run(["bash", str(CLUSTERS_DIR / "toolchain" / "build-kwok.sh")], check=True,
-                           stdout=subprocess.PIPE, text=True).stdout.split()
+    lines = subprocess.run(
+        ["bash", str(CLUSTERS_DIR / "toolchain" / "build-kwok.sh")], check=True, stdout=subprocess.PIPE, text=True
+    ).stdout.split()
     return Path(lines[0]), Path(lines[1])
 
 
 def keep_daemonsets_off_fake_nodes(api: Api) -> None:
     """The cluster's DaemonSets tolerate every taint: without this each fake node would get their
     pods too, and the benchmark would schedule those as well."""
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "type", "operator": "NotIn", "values": [FAKE["type"]]}]}]}}}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "type", "operator": "NotIn", "values": [FAKE["type"]]}]}
+                ]
+            }
+        }
+    }
     daemonsets = api.resource("apps/v1", "DaemonSet")
     for ds in api.list("apps/v1", "DaemonSet", "kube-system"):
-        daemonsets.patch(name=ds["metadata"]["name"], namespace="kube-system",
-                         body={"spec": {"template": {"spec": {"affinity": affinity}}}},
-                         content_type="application/strategic-merge-patch+json")
+        daemonsets.patch(
+            name=ds["metadata"]["name"],
+            namespace="kube-system",
+            body={"spec": {"template": {"spec": {"affinity": affinity}}}},
+            content_type="application/strategic-merge-patch+json",
+        )
 
 
 def add_fake_nodes(api: Api, first: int, last: int, gpus: int) -> None:
     """Nodes fake-<first>..fake-<last - 1>, each with its slice; returns when kwok has made them Ready."""
+
     def add(i: int) -> None:
         api.create(fake_node(f"fake-{i}", gpus))
         api.create(node_slice(f"fake-{i}", gpus))
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(add, range(first, last)))
-    wait_for(lambda: ready_fake_nodes(api) >= last, timeout=600, interval=2, what=f"{last} fake nodes Ready",
-             describe=lambda: f"{ready_fake_nodes(api)} Ready")
+    wait_for(
+        lambda: ready_fake_nodes(api) >= last,
+        timeout=600,
+        interval=2,
+        what=f"{last} fake nodes Ready",
+        describe=lambda: f"{ready_fake_nodes(api)} Ready",
+    )
 
 
 def ready_fake_nodes(api: Api) -> int:
-    return sum(1 for n in api.list("v1", "Node", label_selector="type=kwok")
-               if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", [])))
+    return sum(
+        1
+        for n in api.list("v1", "Node", label_selector="type=kwok")
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
+    )
 
 
 def run_batch(cluster: Cluster, nodes: int, mechanism: str, count: int, image: str) -> Batch:
@@ -146,9 +191,13 @@ def run_batch(cluster: Cluster, nodes: int, mechanism: str, count: int, image: s
         with scheduler.paused(cluster.kubeconfig, KindNodes.of_cluster(cluster.name)):
             with ThreadPoolExecutor(8) as pool:
                 list(pool.map(lambda n: api.create(gpu_pod(n, mechanism, image), ns), names))
-        wait_for(lambda: all((s := podwatch.stamps.get(n)) and s.bound for n in names), timeout=1800, interval=1,
-                 what=f"{count} {mechanism} pods bound on {nodes} nodes",
-                 describe=lambda: f"{sum(1 for s in podwatch.stamps.values() if s.bound)} bound")
+        wait_for(
+            lambda: all((s := podwatch.stamps.get(n)) and s.bound for n in names),
+            timeout=1800,
+            interval=1,
+            what=f"{count} {mechanism} pods bound on {nodes} nodes",
+            describe=lambda: f"{sum(1 for s in podwatch.stamps.values() if s.bound)} bound",
+        )
     finally:
         podwatch.stop()
         api.delete("v1", "Namespace", ns)
@@ -156,13 +205,15 @@ def run_batch(cluster: Cluster, nodes: int, mechanism: str, count: int, image: s
     start = min(s.bound for s in stamps)
     bound = sorted(s.bound - start for s in stamps)
     # Pods, special claims and namespace gone before the next batch: it must find every GPU free.
-    wait_for(lambda: api.get("v1", "Namespace", ns) is None, timeout=1800, interval=2,
-             what=f"namespace {ns} to be deleted")
+    wait_for(
+        lambda: api.get("v1", "Namespace", ns) is None, timeout=1800, interval=2, what=f"namespace {ns} to be deleted"
+    )
     return Batch(nodes, mechanism, count, bound[-1], bound)
 
 
 def plot(batches: list[Batch], out: Path) -> Path:
     import matplotlib
+
     matplotlib.use("Agg")  # files only, no display
     from matplotlib import pyplot as plt
 
@@ -170,8 +221,11 @@ def plot(batches: list[Batch], out: Path) -> Path:
     for b in batches:
         if b is next(x for x in batches if (x.nodes, x.mechanism) == (b.nodes, b.mechanism)):  # first round
             ax.plot(b.bound_offsets, range(1, b.pods + 1), label=f"{b.mechanism}, {b.nodes} nodes")
-    ax.set(xlabel="seconds since the batch's first pod was bound", ylabel="pods bound",
-           title="Scheduling at scale (first round)")
+    ax.set(
+        xlabel="seconds since the batch's first pod was bound",
+        ylabel="pods bound",
+        title="Scheduling at scale (first round)",
+    )
     ax.legend()
     path = out / "scale-throughput.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
@@ -184,22 +238,29 @@ def table(batches: list[Batch]) -> str:
         rate = {m: sorted(b.pods_per_s for b in batches if (b.nodes, b.mechanism) == (nodes, m)) for m in NAMES}
         median = {m: r[len(r) // 2] for m, r in rate.items()}
         pods = next(b.pods for b in batches if b.nodes == nodes)
-        rows.append(f"| {nodes} | {pods} | {median['dra']:.1f} | {median['device-plugin']:.1f} | "
-                    f"{median['dra'] / median['device-plugin']:.2f} |")
+        rows.append(
+            f"| {nodes} | {pods} | {median['dra']:.1f} | {median['device-plugin']:.1f} | "
+            f"{median['dra'] / median['device-plugin']:.2f} |"
+        )
     return "\n".join(rows) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=prog("conformance.scale_bench"), description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog=prog("conformance.scale_bench"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--version", default=None, help="Kubernetes version (default: the pinned default)")
     ap.add_argument("--nodes", default="100,1000", help="comma-separated fake node counts, ascending")
     ap.add_argument("--gpus", type=int, default=8, help="emulated GPUs per fake node")
     ap.add_argument("--pods-per-node", type=int, default=5, help="pods per batch = this x nodes (one GPU each)")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--scheduler-qps", type=int, default=5000, help="kube-scheduler's client QPS (burst the same)")
-    ap.add_argument("--controller-qps", type=int, default=1000,
-                    help="kube-controller-manager's client QPS (burst the same): how fast a batch is cleaned up")
+    ap.add_argument(
+        "--controller-qps",
+        type=int,
+        default=1000,
+        help="kube-controller-manager's client QPS (burst the same): how fast a batch is cleaned up",
+    )
     ap.add_argument("--out", type=Path, default=REPORTS_DIR / "scale-bench")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
@@ -222,26 +283,42 @@ def main(argv: list[str] | None = None) -> int:
         nodes_of_cluster = KindNodes.of_cluster(cluster.name)
         scheduler.set_profiles(cluster.kubeconfig, nodes_of_cluster, [], client_qps=args.scheduler_qps)
         qps = str(args.controller_qps)
-        control_plane.set_flags(cluster.kubeconfig, nodes_of_cluster, "kube-controller-manager",
-                                {"kube-api-qps": qps, "kube-api-burst": qps})
+        control_plane.set_flags(
+            cluster.kubeconfig,
+            nodes_of_cluster,
+            "kube-controller-manager",
+            {"kube-api-qps": qps, "kube-api-burst": qps},
+        )
         keep_daemonsets_off_fake_nodes(api)
         api.create(device_class())
         with log_path.open("w") as log:
-            player = subprocess.Popen([str(kwok), f"--kubeconfig={cluster.kubeconfig}", f"--config={stages}",
-                                       f"--manage-nodes-with-annotation-selector={KWOK_KEY}=fake",
-                                       "--node-lease-duration-seconds=40", "--cidr=10.128.0.0/12"],
-                                      stdout=log, stderr=subprocess.STDOUT)
+            player = subprocess.Popen(
+                [
+                    str(kwok),
+                    f"--kubeconfig={cluster.kubeconfig}",
+                    f"--config={stages}",
+                    f"--manage-nodes-with-annotation-selector={KWOK_KEY}=fake",
+                    "--node-lease-duration-seconds=40",
+                    "--cidr=10.128.0.0/12",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         made = 0
         for nodes in counts:
             print(f"[scale] {nodes} fake nodes ({args.gpus} GPUs each) ...", file=sys.stderr, flush=True)
             add_fake_nodes(api, made, nodes, args.gpus)
             made = nodes
             for r in range(args.rounds):
-                for mechanism in (list(NAMES) if r % 2 == 0 else list(NAMES)[::-1]):
+                for mechanism in list(NAMES) if r % 2 == 0 else list(NAMES)[::-1]:
                     batch = run_batch(cluster, nodes, mechanism, nodes * args.pods_per_node, images.workload)
                     batches.append(batch)
-                    print(f"[scale] {nodes} nodes, round {r + 1}, {mechanism:13s}: {batch.pods} pods bound in "
-                          f"{batch.seconds:.1f} s, {batch.pods_per_s:.1f} pods/s", file=sys.stderr, flush=True)
+                    print(
+                        f"[scale] {nodes} nodes, round {r + 1}, {mechanism:13s}: {batch.pods} pods bound in "
+                        f"{batch.seconds:.1f} s, {batch.pods_per_s:.1f} pods/s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     finally:
         if player is not None:
             player.terminate()
@@ -250,10 +327,19 @@ def main(argv: list[str] | None = None) -> int:
             lifecycle.delete(cluster.name)
     args.out.mkdir(parents=True, exist_ok=True)
     text = table(batches)
-    (args.out / "scale.json").write_text(json.dumps({"cluster": cluster.name, "version": version.tag,
-                                                     "gpus_per_node": args.gpus, "scheduler_qps": args.scheduler_qps,
-                                                     "controller_qps": args.controller_qps,
-                                                     "batches": [asdict(b) for b in batches]}, indent=2))
+    (args.out / "scale.json").write_text(
+        json.dumps(
+            {
+                "cluster": cluster.name,
+                "version": version.tag,
+                "gpus_per_node": args.gpus,
+                "scheduler_qps": args.scheduler_qps,
+                "controller_qps": args.controller_qps,
+                "batches": [asdict(b) for b in batches],
+            },
+            indent=2,
+        )
+    )
     (args.out / "scale.md").write_text(text)
     print(text + f"JSON, table and plot in {args.out} ({plot(batches, args.out).name}); kwok's log: {log_path}")
     return 0

@@ -9,6 +9,7 @@ keeps from being credited). A run without any defect comes first: it must fail n
 kill would be meaningless. The kill-rate table is printed and written to
 <out>/selfcheck.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,8 @@ DOUBLE_BOOKING = "test_pods_on_the_device_plugin_node_at_once_see_devices_of_the
 @dataclass(frozen=True)
 class Expectation:
     failed: frozenset[str] = frozenset()  # requirement IDs that must be `failed`, and no others
-    preflight: str = ""                   # or: a preflight item (name prefix) that must fail
-    tests: str = SERVED                   # pytest -k selection
+    preflight: str = ""  # or: a preflight item (name prefix) that must fail
+    tests: str = SERVED  # pytest -k selection
     topology: str = "dra"
 
 
@@ -95,11 +96,15 @@ class Outcome:
         return "killed" if self.killed else "SURVIVED"
 
     def row(self, expected: Expectation) -> str:
-        want = ", ".join(sorted(expected.failed)) or (f"preflight {expected.preflight}" if expected.preflight else "nothing")
+        want = ", ".join(sorted(expected.failed)) or (
+            f"preflight {expected.preflight}" if expected.preflight else "nothing"
+        )
         area, effect = DEFECTS.get(self.defect, ("-", "no defect"))
-        return (f"| {self.defect} | {area} | {effect} | {want} | {', '.join(self.failed) or '-'} | "
-                f"{', '.join(self.preflight_failed) or '-'} | {', '.join(self.errors) or '-'} | "
-                f"{self.result} | {self.seconds:.0f} s |")
+        return (
+            f"| {self.defect} | {area} | {effect} | {want} | {', '.join(self.failed) or '-'} | "
+            f"{', '.join(self.preflight_failed) or '-'} | {', '.join(self.errors) or '-'} | "
+            f"{self.result} | {self.seconds:.0f} s |"
+        )
 
 
 def defect_profile(base: profiles.Profile, defect: str | None, dest: Path) -> Path:
@@ -119,8 +124,11 @@ def judge(defect: str | None, expected: Expectation, out: Path, code: int, secon
     (no defect) must pass cleanly."""
     report = summary.read(out / "existing")
     failed = sorted(r["id"] for r in report["requirements"] if r["verdict"] == "failed")
-    errors = sorted(r["id"] for r in report["requirements"] if r["verdict"] == "error"
-                    and not (r.get("caused_by") and set(r["caused_by"]) <= set(failed)))
+    errors = sorted(
+        r["id"]
+        for r in report["requirements"]
+        if r["verdict"] == "error" and not (r.get("caused_by") and set(r["caused_by"]) <= set(failed))
+    )
     preflight_failed = [p["name"] for p in report["context"].get("preflight", []) if p["verdict"] == "failed"]
     if defect is None:
         killed = code == 0 and not failed and not errors and not preflight_failed  # the baseline must be clean
@@ -131,39 +139,69 @@ def judge(defect: str | None, expected: Expectation, out: Path, code: int, secon
     return Outcome(defect or BASELINE, killed, failed, errors, preflight_failed, seconds)
 
 
-def run_one(kubeconfig: Path, base: profiles.Profile, defect: str | None, expected: Expectation,
-            out: Path, args: argparse.Namespace) -> Outcome:
+def run_one(
+    kubeconfig: Path,
+    base: profiles.Profile,
+    defect: str | None,
+    expected: Expectation,
+    out: Path,
+    args: argparse.Namespace,
+) -> Outcome:
     profile_path = defect_profile(base, defect, out)
     # A clean slate: the previous defect's DaemonSets, DeviceClasses and ResourceSlices go first
     # (slices left by the last driver would pass preflight before the new one replaced them).
     driver_setup.uninstall_fake_driver(lifecycle.kubectl_runner(kubeconfig), base, BuiltImages.load().driver)
     api = Api(kubeconfig)
-    wait_for(lambda: not driver_setup.published_devices(api, base), timeout=120, what=f"{base.driver}'s ResourceSlices gone",
-             describe=lambda: str(dict(driver_setup.published_devices(api, base))))
+    wait_for(
+        lambda: not driver_setup.published_devices(api, base),
+        timeout=120,
+        what=f"{base.driver}'s ResourceSlices gone",
+        describe=lambda: str(dict(driver_setup.published_devices(api, base))),
+    )
     started = time.monotonic()
-    code = runner.main(["--kubeconfig", str(kubeconfig), "--profile", str(profile_path), "--install-fake-driver",
-                        "-k", expected.tests,
-                        "--out", str(out), "--timeout-scale", str(args.timeout_scale)])
+    code = runner.main(
+        [
+            "--kubeconfig",
+            str(kubeconfig),
+            "--profile",
+            str(profile_path),
+            "--install-fake-driver",
+            "-k",
+            expected.tests,
+            "--out",
+            str(out),
+            "--timeout-scale",
+            str(args.timeout_scale),
+        ]
+    )
     outcome = judge(defect, expected, out, code, time.monotonic() - started)
-    print(f"[selfcheck] {outcome.defect}: {outcome.result} (exit {code}, failed {outcome.failed}, "
-          f"errors {outcome.errors}, preflight {outcome.preflight_failed})", flush=True)
+    print(
+        f"[selfcheck] {outcome.defect}: {outcome.result} (exit {code}, failed {outcome.failed}, "
+        f"errors {outcome.errors}, preflight {outcome.preflight_failed})",
+        flush=True,
+    )
     return outcome
 
 
 def write_table(outcomes: list[tuple[Expectation, Outcome]], path: Path, version: str) -> str:
     killed = sum(o.killed for e, o in outcomes if o.defect != BASELINE)
     total = sum(1 for _, o in outcomes if o.defect != BASELINE)
-    lines = [f"# Self-check on Kubernetes {version}: {killed}/{total} defects killed by name", "",
-             "| defect | area | what breaks | must fail | failed | preflight failed | errors | result | time |",
-             "|---|---|---|---|---|---|---|---|---|", *(o.row(e) for e, o in outcomes)]
+    lines = [
+        f"# Self-check on Kubernetes {version}: {killed}/{total} defects killed by name",
+        "",
+        "| defect | area | what breaks | must fail | failed | preflight failed | errors | result | time |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *(o.row(e) for e, o in outcomes),
+    ]
     text = "\n".join(lines) + "\n"
     path.write_text(text)
     return text
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog("conformance.selfcheck"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=prog("conformance.selfcheck"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--profile", default="fake-gpu", help="a deploy: fake-driver profile to break")
     p.add_argument("--k8s-version", default="", help="pinned version (default: the default one)")
     p.add_argument("--defects", default=",".join(EXPECTED), help="comma-separated defects to try")
@@ -175,8 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [d for d in args.defects.split(",") if d]
     unknown = [d for d in wanted if d not in EXPECTED]
     if base.deploy != "fake-driver" or unknown:
-        print(f"selfcheck: error: {'unknown defects ' + ', '.join(unknown) if unknown else 'the profile must deploy the fake driver'}",
-              file=sys.stderr)
+        print(
+            f"selfcheck: error: {'unknown defects ' + ', '.join(unknown) if unknown else 'the profile must deploy the fake driver'}",
+            file=sys.stderr,
+        )
         return 2
     version = resolve(args.k8s_version or None)
     outcomes: list[tuple[Expectation, Outcome]] = []
@@ -187,14 +227,20 @@ def main(argv: list[str] | None = None) -> int:
         cluster = lifecycle.ensure(ClusterSpec(topology, version))
         try:
             baseline = Expectation(tests=" or ".join(sorted({EXPECTED[d].tests for d in defects})), topology=topology)
-            outcomes.append((baseline, run_one(cluster.kubeconfig, base, None, baseline,
-                                               args.out / f"{topology}-no-defect", args)))
+            outcomes.append(
+                (baseline, run_one(cluster.kubeconfig, base, None, baseline, args.out / f"{topology}-no-defect", args))
+            )
             for defect in defects:
-                outcomes.append((EXPECTED[defect], run_one(cluster.kubeconfig, base, defect, EXPECTED[defect],
-                                                           args.out / defect, args)))
+                outcomes.append(
+                    (
+                        EXPECTED[defect],
+                        run_one(cluster.kubeconfig, base, defect, EXPECTED[defect], args.out / defect, args),
+                    )
+                )
         finally:
-            driver_setup.uninstall_fake_driver(lifecycle.kubectl_runner(cluster.kubeconfig), base,
-                                               BuiltImages.load().driver)
+            driver_setup.uninstall_fake_driver(
+                lifecycle.kubectl_runner(cluster.kubeconfig), base, BuiltImages.load().driver
+            )
             if not args.keep:
                 lifecycle.delete(cluster.name)
     print(write_table(outcomes, args.out / "selfcheck.md", version.tag))

@@ -7,6 +7,7 @@ time), and writes a per-test table: passes, failures and the flake rate (a test 
 and failed is flaky; one that always failed is broken, not flaky). A flake is a defect to find,
 so the table lists where each failure's report is.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,17 +49,24 @@ def table(results: dict[str, list[str]]) -> tuple[str, int]:
             continue
         kind = "broken" if len(failed) == len(seen) else "FLAKY"
         flaky += kind == "FLAKY"
-        rows.append(f"| {test} | {len(seen) - len(failed)} | {len(failed)} (runs {', '.join(map(str, failed))}) | {kind} |")
+        rows.append(
+            f"| {test} | {len(seen) - len(failed)} | {len(failed)} (runs {', '.join(map(str, failed))}) | {kind} |"
+        )
     runs = len(next(iter(results.values()), []))
-    head = [f"{len(results)} tests x {runs} runs: {flaky} flaky, {len(rows) - flaky} always failing, "
-            f"{len(results) - len(rows)} never failed.", "",
-            "| test | passed | failed | |", "|---|---|---|---|"]
+    head = [
+        f"{len(results)} tests x {runs} runs: {flaky} flaky, {len(rows) - flaky} always failing, "
+        f"{len(results) - len(rows)} never failed.",
+        "",
+        "| test | passed | failed | |",
+        "|---|---|---|---|",
+    ]
     return "\n".join(head + (rows or ["| (none) | | | |"])) + "\n", len(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog("conformance.soak"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=prog("conformance.soak"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("-n", "--runs", type=int, default=10)
     p.add_argument("--k8s-version", default=None)
     p.add_argument("--profile", default="fake-gpu")
@@ -75,8 +83,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for i in range(args.runs):
             print(f"[soak] run {i + 1}/{args.runs}", file=sys.stderr, flush=True)
-            code = runner.main(["--kubeconfig", str(cluster.kubeconfig), "--profile", args.profile,
-                                "--install-fake-driver", "--out", str(args.out / f"run-{i + 1}")])
+            code = runner.main(
+                [
+                    "--kubeconfig",
+                    str(cluster.kubeconfig),
+                    "--profile",
+                    args.profile,
+                    "--install-fake-driver",
+                    "--out",
+                    str(args.out / f"run-{i + 1}"),
+                ]
+            )
             codes[code] += 1
             if code in (2, 130):  # bad input or interrupted: nothing more to learn
                 return code

@@ -15,6 +15,7 @@ then certifies it four ways, the disruptive tests included, and the results are 
 4. in the cluster, driven by hydrophone with the suite image as its conformance image.
 The per-requirement verdicts of 1, 3 and 4 must be the same. Writes reports/vendor-check/.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,7 @@ DRIVERS = ("k8s-test-driver", "example-gpu")
 KNOWN_DEFECTS = {
     "k8s-test-driver": {
         "KUBELET-1": "unprepare after a restart of the driver leaves the claim's CDI spec file on the node: "
-                     "what it prepared is remembered in memory only (docs/drivers/k8s-test-driver.md)",
+        "what it prepared is remembered in memory only (docs/drivers/k8s-test-driver.md)",
         "FAULT-1": "the same, after its pod was deleted while preparing (docs/drivers/k8s-test-driver.md)",
     },
     "example-gpu": {},
@@ -57,9 +58,16 @@ KNOWN_DEFECTS = {
 TEST_DRIVER_INSTALL = REPO_ROOT / "fixtures" / "drivers" / "k8s-test-driver" / "install.yaml"
 TEST_DRIVER_NODES = "dra.example.com/test-driver"
 # What the suite may create, listed before and after a run (kind, API version, namespaced).
-LISTED = (("Namespace", "v1", False), ("DeviceClass", "resource.k8s.io/v1", False),
-          ("ResourceClaim", "resource.k8s.io/v1", True), ("ResourceQuota", "v1", True), ("Pod", "v1", True),
-          ("Deployment", "apps/v1", True), ("Job", "batch/v1", True), ("StatefulSet", "apps/v1", True))
+LISTED = (
+    ("Namespace", "v1", False),
+    ("DeviceClass", "resource.k8s.io/v1", False),
+    ("ResourceClaim", "resource.k8s.io/v1", True),
+    ("ResourceQuota", "v1", True),
+    ("Pod", "v1", True),
+    ("Deployment", "apps/v1", True),
+    ("Job", "batch/v1", True),
+    ("StatefulSet", "apps/v1", True),
+)
 
 
 def log(message: str) -> None:
@@ -67,16 +75,23 @@ def log(message: str) -> None:
 
 
 def listing(api: Api) -> dict[str, list[str]]:
-    return {kind: sorted(f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}".lstrip("/")
-                         for o in api.list(version, kind)) for kind, version, _ in LISTED}
+    return {
+        kind: sorted(
+            f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}".lstrip("/") for o in api.list(version, kind)
+        )
+        for kind, version, _ in LISTED
+    }
 
 
-def left_behind(before: dict[str, list[str]], after: dict[str, list[str]], driver_namespace: str | None
-                ) -> dict[str, list[str]]:
+def left_behind(
+    before: dict[str, list[str]], after: dict[str, list[str]], driver_namespace: str | None
+) -> dict[str, list[str]]:
     """What exists after the run and did not before, leaving out the driver's own namespace: the
     driver-update test rolls its DaemonSets on purpose, so their pods get new names."""
+
     def outside(name: str) -> bool:
         return not (driver_namespace and name.startswith(f"{driver_namespace}/"))
+
     new = {kind: sorted(n for n in set(after[kind]) - set(before.get(kind, [])) if outside(n)) for kind in after}
     return {kind: names for kind, names in new.items() if names}
 
@@ -86,20 +101,25 @@ def install_by_hand(cluster: lifecycle.Cluster, profile: profiles.Profile, image
     if profile.name == "example-gpu":
         driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)
         return
-    image = subprocess.run(["bash", str(REPO_ROOT / "clusters/images/k8s-test-driver.sh")], check=True,
-                           stdout=subprocess.PIPE, text=True).stdout.strip()
+    image = subprocess.run(
+        ["bash", str(REPO_ROOT / "clusters/images/k8s-test-driver.sh")], check=True, stdout=subprocess.PIPE, text=True
+    ).stdout.strip()
     cluster.load_images(image)
     cluster.kubectl("label", "nodes", "-l", "!node-role.kubernetes.io/control-plane", f"{TEST_DRIVER_NODES}=true")
     cluster.kubectl("apply", "-f", "-", input=TEST_DRIVER_INSTALL.read_text().replace("${IMAGE}", image))
 
 
-def restricted_kubeconfig(cluster: lifecycle.Cluster, profile_path: Path, namespace: str, dest: Path,
-                          drop: str | None = None) -> Path:
+def restricted_kubeconfig(
+    cluster: lifecycle.Cluster, profile_path: Path, namespace: str, dest: Path, drop: str | None = None
+) -> Path:
     """A kubeconfig of ServiceAccount `kep5004-conformance` in `namespace`, bound to the suite's
     ClusterRole for a disruptive run (without the rule for resource `drop`, to show a missing
     permission refused)."""
-    objs = [o for o in incluster.manifest(profile_path, "unused", namespace, disruptive=True)
-            if o["kind"] not in ("Job", "ConfigMap")]
+    objs = [
+        o
+        for o in incluster.manifest(profile_path, "unused", namespace, disruptive=True)
+        if o["kind"] not in ("Job", "ConfigMap")
+    ]
     for o in objs:
         if o["kind"] == "ClusterRole" and drop:
             o["rules"] = [r for r in o["rules"] if drop not in r.get("resources", [])]
@@ -107,7 +127,9 @@ def restricted_kubeconfig(cluster: lifecycle.Cluster, profile_path: Path, namesp
     token = cluster.kubectl("create", "token", incluster.NAME, "-n", namespace, "--duration=3h").strip()
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     admin["users"] = [{"name": "restricted", "user": {"token": token}}]
-    admin["contexts"] = [{"name": "restricted", "context": {"cluster": admin["clusters"][0]["name"], "user": "restricted"}}]
+    admin["contexts"] = [
+        {"name": "restricted", "context": {"cluster": admin["clusters"][0]["name"], "user": "restricted"}}
+    ]
     admin["current-context"] = "restricted"
     dest.write_text(yaml.safe_dump(admin))
     return dest
@@ -117,8 +139,20 @@ def run_suite(kubeconfig: Path, profile_path: Path, out: Path) -> tuple[int, str
     # As on a vendor's cluster, whose nodes' containers the suite cannot reach: the scoring tests
     # reconfigure kube-scheduler on the kind nodes of this host, which the in-cluster ways cannot
     # do either (SCORE-1/2 are `not tested` there), so the verdicts stay comparable.
-    cmd = [sys.executable, "-m", "conformance.run", "--kubeconfig", str(kubeconfig), "--profile",
-           str(profile_path), "--disruptive", "-k", "not scoring", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "conformance.run",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--profile",
+        str(profile_path),
+        "--disruptive",
+        "-k",
+        "not scoring",
+        "--out",
+        str(out),
+    ]
     log(" ".join(cmd[1:]))
     done = subprocess.run(cmd, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
     sys.stderr.write(done.stderr[-3000:])
@@ -142,16 +176,27 @@ def in_cluster_job(cluster: lifecycle.Cluster, profile_path: Path, image: str, o
     return code, summary.verdict_of_each(summary.read(out / "job" / "existing"))
 
 
-def hydrophone_run(cluster: lifecycle.Cluster, profile: profiles.Profile, image: str, out: Path
-                   ) -> tuple[int, dict[str, str]]:
-    binary = subprocess.run(["bash", str(REPO_ROOT / "clusters/toolchain/build-hydrophone.sh")], check=True,
-                            stdout=subprocess.PIPE, text=True).stdout.strip()
+def hydrophone_run(
+    cluster: lifecycle.Cluster, profile: profiles.Profile, image: str, out: Path
+) -> tuple[int, dict[str, str]]:
+    binary = subprocess.run(
+        ["bash", str(REPO_ROOT / "clusters/toolchain/build-hydrophone.sh")],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout.strip()
     dest = out / "hydrophone"
     dest.mkdir(parents=True, exist_ok=True)
     # The output container only needs sh, cat and `sleep infinity`: the suite image has them.
-    cmd = [binary, f"--kubeconfig={cluster.kubeconfig}", f"--conformance-image={image}", f"--busybox-image={image}",
-           f"--output-dir={dest}", f"--extra-args=--profile={profile.name},--disruptive=true",
-           "--disable-progress-status"]
+    cmd = [
+        binary,
+        f"--kubeconfig={cluster.kubeconfig}",
+        f"--conformance-image={image}",
+        f"--busybox-image={image}",
+        f"--output-dir={dest}",
+        f"--extra-args=--profile={profile.name},--disruptive=true",
+        "--disable-progress-status",
+    ]
     log(" ".join(cmd))
     with (dest / "hydrophone.log").open("w") as output:
         code = subprocess.run(cmd, stdout=output, stderr=subprocess.STDOUT).returncode
@@ -161,16 +206,20 @@ def hydrophone_run(cluster: lifecycle.Cluster, profile: profiles.Profile, image:
 def against_known_defects(verdicts: dict[str, str], defects: dict[str, str]) -> dict[str, list[str]]:
     """How the verdicts differ from the driver's known defects (all lists empty: as expected)."""
     failed = {rid for rid, v in verdicts.items() if v == "failed"}
-    return {"failed, not a known defect": sorted(failed - set(defects)),
-            "known defect not found": sorted(set(defects) - failed),
-            "error": sorted(rid for rid, v in verdicts.items() if v == "error")}
+    return {
+        "failed, not a known defect": sorted(failed - set(defects)),
+        "known defect not found": sorted(set(defects) - failed),
+        "error": sorted(rid for rid, v in verdicts.items() if v == "error"),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog("conformance.vendor_check"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--driver", choices=DRIVERS, default=DRIVERS[0],
-                   help="the driver installed by hand (default: %(default)s)")
+    p = argparse.ArgumentParser(
+        prog=prog("conformance.vendor_check"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--driver", choices=DRIVERS, default=DRIVERS[0], help="the driver installed by hand (default: %(default)s)"
+    )
     p.add_argument("--keep", action="store_true", help="keep the kind cluster")
     p.add_argument("--out", type=Path, default=REPORTS_DIR / "vendor-check")
     args = p.parse_args(argv)
@@ -188,49 +237,69 @@ def main(argv: list[str] | None = None) -> int:
         admin = Api(cluster.kubeconfig)
         driver_setup.wait_published(admin, profile)
 
-        refused_cfg = restricted_kubeconfig(cluster, profile_path, "kep5004-refused", args.out / "refused.kubeconfig",
-                                            drop="deviceclasses")
+        refused_cfg = restricted_kubeconfig(
+            cluster, profile_path, "kep5004-refused", args.out / "refused.kubeconfig", drop="deviceclasses"
+        )
         code, err = run_suite(refused_cfg, profile_path, args.out / "refused")
-        results["missing permission"] = {"exit": code, "message": next(
-            (row for row in err.splitlines() if "lack" in row), err.strip().splitlines()[-1:])}
+        results["missing permission"] = {
+            "exit": code,
+            "message": next((row for row in err.splitlines() if "lack" in row), err.strip().splitlines()[-1:]),
+        }
         cluster.kubectl("delete", "namespace", "kep5004-refused", "--wait=true")
         cluster.kubectl("delete", "clusterrole,clusterrolebinding", f"{incluster.NAME}:kep5004-refused")
 
-        restricted = restricted_kubeconfig(cluster, profile_path, "kep5004-restricted",
-                                           args.out / "restricted.kubeconfig")
+        restricted = restricted_kubeconfig(
+            cluster, profile_path, "kep5004-restricted", args.out / "restricted.kubeconfig"
+        )
         before = listing(admin)
         code, _ = run_suite(restricted, profile_path, args.out / "out-of-cluster")
         after = listing(admin)
         leftovers = left_behind(before, after, profile.driver_namespace)
         outside = summary.verdict_of_each(summary.read(args.out / "out-of-cluster" / "existing"))
-        results["out of cluster (restricted SA)"] = {"exit": code, "left behind": leftovers,
-                                                     "before": before, "after": after}
+        results["out of cluster (restricted SA)"] = {
+            "exit": code,
+            "left behind": leftovers,
+            "before": before,
+            "after": after,
+        }
         results["against known defects"] = against_known_defects(outside, KNOWN_DEFECTS[args.driver])
         cluster.kubectl("delete", "namespace", "kep5004-restricted", "--wait=true")
         cluster.kubectl("delete", "clusterrole,clusterrolebinding", f"{incluster.NAME}:kep5004-restricted")
 
         job_code, job = in_cluster_job(cluster, profile_path, images.suite, args.out)
-        results["in-cluster Job"] = {"exit": job_code, "same verdicts": job == outside,
-                                     "differences": {k: (outside.get(k), job.get(k)) for k in set(job) | set(outside)
-                                                     if job.get(k) != outside.get(k)}}
+        results["in-cluster Job"] = {
+            "exit": job_code,
+            "same verdicts": job == outside,
+            "differences": {
+                k: (outside.get(k), job.get(k)) for k in set(job) | set(outside) if job.get(k) != outside.get(k)
+            },
+        }
         hp_code, hp = hydrophone_run(cluster, profile, images.suite, args.out)
-        results["hydrophone"] = {"exit": hp_code, "same verdicts": hp == outside,
-                                 "differences": {k: (outside.get(k), hp.get(k)) for k in set(hp) | set(outside)
-                                                 if hp.get(k) != outside.get(k)}}
+        results["hydrophone"] = {
+            "exit": hp_code,
+            "same verdicts": hp == outside,
+            "differences": {
+                k: (outside.get(k), hp.get(k)) for k in set(hp) | set(outside) if hp.get(k) != outside.get(k)
+            },
+        }
         results["verdict counts"] = {v: list(outside.values()).count(v) for v in sorted(set(outside.values()))}
     finally:
         (args.out / "results.json").write_text(json.dumps(results, indent=1))
         if not args.keep:
             lifecycle.delete(cluster.name)
-    ok = (results.get("missing permission", {}).get("exit") == 2
-          # a run that found a defect exits 1
-          and results.get("out of cluster (restricted SA)", {}).get("exit") == (1 if KNOWN_DEFECTS[args.driver] else 0)
-          and not any(results.get("against known defects", {"missing": [""]}).values())
-          and not results["out of cluster (restricted SA)"]["left behind"]
-          and results.get("in-cluster Job", {}).get("same verdicts")
-          and results.get("hydrophone", {}).get("same verdicts"))
-    shown = {k: {f: v for f, v in r.items() if f not in ("before", "after")} if isinstance(r, dict) else r
-               for k, r in results.items()}
+    ok = (
+        results.get("missing permission", {}).get("exit") == 2
+        # a run that found a defect exits 1
+        and results.get("out of cluster (restricted SA)", {}).get("exit") == (1 if KNOWN_DEFECTS[args.driver] else 0)
+        and not any(results.get("against known defects", {"missing": [""]}).values())
+        and not results["out of cluster (restricted SA)"]["left behind"]
+        and results.get("in-cluster Job", {}).get("same verdicts")
+        and results.get("hydrophone", {}).get("same verdicts")
+    )
+    shown = {
+        k: {f: v for f, v in r.items() if f not in ("before", "after")} if isinstance(r, dict) else r
+        for k, r in results.items()
+    }
     print(json.dumps(shown, indent=1))
     log(f"{'PASSED' if ok else 'FAILED'}; details in {args.out / 'results.json'}")
     return 0 if ok else 1

@@ -28,7 +28,6 @@ DEFAULT_READY_PORT = 8081  # the manifests' readinessProbe asks here
 MAX_DRIVER_NAME_LENGTH = 63  # ResourceSlice.spec.driver limit; also keeps socket paths < 108 bytes
 
 
-
 class ConfigError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
@@ -165,12 +164,11 @@ _SETTINGS = (
     _Setting("resourceName", "FAKE_GPU_RESOURCE_NAME", _parse_str),
     _Setting("stateDir", "FAKE_GPU_STATE_DIR", _parse_abs_path, DEFAULT_STATE_DIR),
     _Setting("cdiDir", "FAKE_GPU_CDI_DIR", _parse_abs_path, DEFAULT_CDI_DIR),
-    _Setting("pluginRegistryDir", "FAKE_GPU_PLUGIN_REGISTRY_DIR", _parse_abs_path,
-             Path("/var/lib/kubelet/plugins_registry")),
-    _Setting("pluginDataDir", "FAKE_GPU_PLUGIN_DATA_DIR", _parse_abs_path,
-             Path("/var/lib/kubelet/plugins")),
-    _Setting("devicePluginDir", "FAKE_GPU_DEVICE_PLUGIN_DIR", _parse_abs_path,
-             Path("/var/lib/kubelet/device-plugins")),
+    _Setting(
+        "pluginRegistryDir", "FAKE_GPU_PLUGIN_REGISTRY_DIR", _parse_abs_path, Path("/var/lib/kubelet/plugins_registry")
+    ),
+    _Setting("pluginDataDir", "FAKE_GPU_PLUGIN_DATA_DIR", _parse_abs_path, Path("/var/lib/kubelet/plugins")),
+    _Setting("devicePluginDir", "FAKE_GPU_DEVICE_PLUGIN_DIR", _parse_abs_path, Path("/var/lib/kubelet/device-plugins")),
     _Setting("deleteSlicesOnExit", "FAKE_GPU_DELETE_SLICES_ON_EXIT", _parse_bool, True),
     _Setting("devicePluginCDI", "FAKE_GPU_DEVICE_PLUGIN_CDI", _parse_bool, False),
     _Setting("podUID", "FAKE_GPU_POD_UID", _parse_str, ""),

@@ -5,6 +5,7 @@ default; each one breaks a single promise a DRA driver makes. `make selfcheck` d
 driver with each defect and requires the requirement IDs listed in conformance/selfcheck.py
 to fail, and nothing else.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -13,37 +14,55 @@ from typing import Any
 # name -> (area, what goes wrong)
 DEFECTS: dict[str, tuple[str, str]] = {
     "env-names-other-gpu": (
-        "exposure", "FAKE_GPU_<index> names another GPU of the node than the device file mounted for it"),
+        "exposure",
+        "FAKE_GPU_<index> names another GPU of the node than the device file mounted for it",
+    ),
     "extra-device": (
-        "exposure", "every prepared container also gets the node's GPU after its last one, which was not allocated to it"),
+        "exposure",
+        "every prepared container also gets the node's GPU after its last one, which was not allocated to it",
+    ),
     "env-extra-gpu": (
-        "exposure", "every prepared container's environment also names the node's GPU after its last one, "
-                    "with no device file mounted for it"),
+        "exposure",
+        "every prepared container's environment also names the node's GPU after its last one, "
+        "with no device file mounted for it",
+    ),
     "prepare-next-device": (
-        "allocation", "NodePrepareResources exposes the GPU after each allocated one instead of the allocated one"),
+        "allocation",
+        "NodePrepareResources exposes the GPU after each allocated one instead of the allocated one",
+    ),
     "slice-wrong-id": (
-        "slices", "the ResourceSlice publishes a different identifying attribute than containers are shown"),
-    "slice-missing-device": (
-        "slices", "the ResourceSlice publishes one device fewer than the node has"),
+        "slices",
+        "the ResourceSlice publishes a different identifying attribute than containers are shown",
+    ),
+    "slice-missing-device": ("slices", "the ResourceSlice publishes one device fewer than the node has"),
     "no-unprepare": (
-        "lifecycle", "NodeUnprepareResources reports success but keeps the claim prepared (CDI spec and checkpoint leak)"),
+        "lifecycle",
+        "NodeUnprepareResources reports success but keeps the claim prepared (CDI spec and checkpoint leak)",
+    ),
     "forgets-prepared-on-restart": (
-        "lifecycle", "NodeUnprepareResources does nothing for a claim this process did not prepare: after a restart, "
-                     "claims prepared before it keep their CDI spec and checkpoint entry for good"),
-    "fail-multi-device-prepare": (
-        "lifecycle", "NodePrepareResources fails every claim with more than one device"),
+        "lifecycle",
+        "NodeUnprepareResources does nothing for a claim this process did not prepare: after a restart, "
+        "claims prepared before it keep their CDI spec and checkpoint entry for good",
+    ),
+    "fail-multi-device-prepare": ("lifecycle", "NodePrepareResources fails every claim with more than one device"),
     "cdi-unknown-id": (
-        "lifecycle", "NodePrepareResources answers, for claims of more than one device, with CDI ids its spec does "
-                     "not define"),
+        "lifecycle",
+        "NodePrepareResources answers, for claims of more than one device, with CDI ids its spec does not define",
+    ),
     "device-plugin-extra-device": (
-        "device-plugin twin", "Allocate hands each container one GPU more than the kubelet asked for"),
+        "device-plugin twin",
+        "Allocate hands each container one GPU more than the kubelet asked for",
+    ),
     "device-plugin-first-device": (
-        "device-plugin twin", "Allocate hands every container the node's first GPUs, whichever the kubelet chose: "
-                              "pods on the node at once share devices"),
+        "device-plugin twin",
+        "Allocate hands every container the node's first GPUs, whichever the kubelet chose: "
+        "pods on the node at once share devices",
+    ),
     "deviceclass-selects-nothing": (
-        "API objects", "the shipped DeviceClass's selector matches none of the driver's devices"),
-    "deviceclass-without-name": (
-        "API objects", "the shipped DeviceClass lacks spec.extendedResourceName"),
+        "API objects",
+        "the shipped DeviceClass's selector matches none of the driver's devices",
+    ),
+    "deviceclass-without-name": ("API objects", "the shipped DeviceClass lacks spec.extendedResourceName"),
 }
 
 

@@ -78,7 +78,7 @@ def render_deviceclasses(overrides: Mapping[str, str] | None = None) -> str:
     if "deviceclass-without-name" in defects or not template_values(overrides)["EXTENDED_RESOURCE_NAME"]:
         text = "".join(line for line in text.splitlines(keepends=True) if "extendedResourceName:" not in line)
     if "deviceclass-selects-nothing" in defects:  # a selector of another driver's devices
-        text = text.replace("device.driver == ", "device.driver == \"no.such.driver\" && device.driver == ")
+        text = text.replace("device.driver == ", 'device.driver == "no.such.driver" && device.driver == ')
     return text
 
 

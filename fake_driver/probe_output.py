@@ -50,8 +50,14 @@ def _parse_line(line: str) -> ProbedGpu:
         raise ProbeOutputError(f"via {fields['via']!r} is not one of {VIAS} in {line!r}")
     if fields.get("env", "ok") not in ENV_STATES:
         raise ProbeOutputError(f"env {fields['env']!r} is not one of {ENV_STATES} in {line!r}")
-    return ProbedGpu(uuid=fields["uuid"], index=int(fields["index"]), node=fields["node"],
-                     model=fields["model"], via=fields["via"], env=fields.get("env"))
+    return ProbedGpu(
+        uuid=fields["uuid"],
+        index=int(fields["index"]),
+        node=fields["node"],
+        model=fields["model"],
+        via=fields["via"],
+        env=fields.get("env"),
+    )
 
 
 def parse_probe_output(text: str) -> list[ProbedGpu]:

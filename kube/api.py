@@ -1,4 +1,5 @@
 """Thin access to a cluster's API through plain dicts (what a user sees with kubectl -o yaml)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,8 +54,9 @@ class Api:
     def raw(self, path: str) -> str:
         """The body of a GET of any path, e.g. /metrics or /api/v1/nodes/<node>/proxy/metrics."""
         # Straight through the generated client: the dynamic one needs discovery first and parses JSON.
-        request = self.client.param_serialize("GET", path, header_params={"Accept": "*/*"},
-                                              auth_settings=["BearerToken"])
+        request = self.client.param_serialize(
+            "GET", path, header_params={"Accept": "*/*"}, auth_settings=["BearerToken"]
+        )
         response = self.client.call_api(*request)
         response.read()
         # Raises ApiException for a status other than 2xx, as every other read does.
@@ -92,14 +94,25 @@ class Api:
         except NotFoundError:
             return False
 
-    def exec(self, namespace: str, pod: str, command: list[str], container: str | None = None,
-             timeout: float = 120) -> str:
+    def exec(
+        self, namespace: str, pod: str, command: list[str], container: str | None = None, timeout: float = 120
+    ) -> str:
         """Run a command in a running container; its stdout and stderr, as `kubectl exec` shows them.
         A command that exits non-zero (or is still running after `timeout` s) is an ExecError with
         its output: what it printed is no result then."""
         kwargs = {"container": container} if container else {}
-        session = stream(CoreV1Api(self.client).connect_get_namespaced_pod_exec, pod, namespace, command=command,
-                         stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False, **kwargs)
+        session = stream(
+            CoreV1Api(self.client).connect_get_namespaced_pod_exec,
+            pod,
+            namespace,
+            command=command,
+            stderr=True,
+            stdin=False,
+            stdout=True,
+            tty=False,
+            _preload_content=False,
+            **kwargs,
+        )
         try:
             session.run_forever(timeout=timeout)
             code = None if session.is_open() else session.returncode  # read before read_all clears the channels
@@ -112,13 +125,19 @@ class Api:
 
     def evict(self, namespace: str, pod: str) -> None:
         """Evict the pod as `kubectl drain` does (the Eviction API, which honours disruption budgets)."""
-        CoreV1Api(self.client).create_namespaced_pod_eviction(pod, namespace, body={
-            "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}})
+        CoreV1Api(self.client).create_namespaced_pod_eviction(
+            pod,
+            namespace,
+            body={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}},
+        )
 
     def cordon(self, node: str, unschedulable: bool = True) -> None:
         """Mark the node (un)schedulable, as `kubectl cordon` / `uncordon` do."""
-        self.resource("v1", "Node").patch(name=node, body={"spec": {"unschedulable": unschedulable or None}},
-                                          content_type="application/merge-patch+json")
+        self.resource("v1", "Node").patch(
+            name=node,
+            body={"spec": {"unschedulable": unschedulable or None}},
+            content_type="application/merge-patch+json",
+        )
 
     def logs(self, namespace: str, pod: str, container: str) -> str:
         return CoreV1Api(self.client).read_namespaced_pod_log(pod, namespace, container=container)

@@ -3,6 +3,7 @@
 Plain data, kept as Kubernetes keeps its gates in pkg/features: the requirement catalogue, the
 cluster tooling and the runner all read the same table (spec section 1).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,9 @@ class VersionInfo:
 
     def __post_init__(self) -> None:
         if self.gate_stage not in GATE_STAGES:
-            raise ValueError(f"{format_minor(self.minor)}: gate stage {self.gate_stage!r} is not one of "
-                             f"{', '.join(GATE_STAGES)}")
+            raise ValueError(
+                f"{format_minor(self.minor)}: gate stage {self.gate_stage!r} is not one of {', '.join(GATE_STAGES)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -85,26 +87,29 @@ _RESOURCE_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1", "resource.k8s
 
 _NOTES: dict[Minor, str] = {
     (1, 34): "First release carrying the gate. Implicit names, cleanup on pod completion, init-container reuse, "
-             "zero-allocatable migration, scoring and the quota adjustments arrive only in 1.35.",
+    "zero-allocatable migration, scoring and the quota adjustments arrive only in 1.35.",
     (1, 35): "Second alpha: beta was postponed to 1.36 over API skew concerns (PR #135048), so the gate has to be "
-             "switched on in all four components. Unconfirmed whether the gate already declares its dependency on "
-             "DynamicResourceAllocation in this release.",
+    "switched on in all four components. Unconfirmed whether the gate already declares its dependency on "
+    "DynamicResourceAllocation in this release.",
     (1, 36): "On by default and the newest minor in which it can still be switched off; kubelet admission of "
-             "implicit names is fixed here.",
+    "implicit names is fixed here.",
     (1, 37): "Locked on; only components emulating 1.36 or older accept the gate set to false (the upstream "
-             "gate-cycle test relies on that).",
+    "gate-cycle test relies on that).",
     (1, 38): "Development line (master after v1.37.0-beta.0) as seen by the spec; removal of the gate is planned "
-             "for 1.40.",
+    "for 1.40.",
 }
 
-VERSIONS = VersionTable(DRAExtendedResource, tuple(
-    VersionInfo(minor, stage, default, locked, dra_gate, _RESOURCE_APIS, field_doc, _NOTES[minor])
-    for minor, stage, default, locked, dra_gate, field_doc in (
-        # minor, gate stage, on by default, locked, DynamicResourceAllocation gate, field doc
-        ((1, 34), "alpha", False, False, "GA, on by default, can be disabled",      "alpha"),
-        ((1, 35), "alpha", False, False, "GA, locked on",                           "alpha"),
-        ((1, 36), "beta",  True,  False, "GA, locked on",                           "beta"),
-        ((1, 37), "GA",    True,  True,  "GA, locked on",                           "no stage remark"),
-        ((1, 38), "GA",    True,  True,  "GA, locked on, removal planned for 1.38", None),
-    )
-))
+VERSIONS = VersionTable(
+    DRAExtendedResource,
+    tuple(
+        VersionInfo(minor, stage, default, locked, dra_gate, _RESOURCE_APIS, field_doc, _NOTES[minor])
+        for minor, stage, default, locked, dra_gate, field_doc in (
+            # minor, gate stage, on by default, locked, DynamicResourceAllocation gate, field doc
+            ((1, 34), "alpha", False, False, "GA, on by default, can be disabled", "alpha"),
+            ((1, 35), "alpha", False, False, "GA, locked on", "alpha"),
+            ((1, 36), "beta", True, False, "GA, locked on", "beta"),
+            ((1, 37), "GA", True, True, "GA, locked on", "no stage remark"),
+            ((1, 38), "GA", True, True, "GA, locked on, removal planned for 1.38", None),
+        )
+    ),
+)

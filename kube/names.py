@@ -1,6 +1,7 @@
 """Name rules shared by the suite's profiles and the fake driver's configuration: what the API
 server accepts as an extended resource name, and how a node name is matched against a table of
 node names and shell-style patterns."""
+
 from __future__ import annotations
 
 import re

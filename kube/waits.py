@@ -1,4 +1,5 @@
 """Polling with a deadline and a message: the only way the suite and the cluster tooling wait."""
+
 from __future__ import annotations
 
 import time
@@ -31,9 +32,15 @@ def _brief(err: BaseException) -> str:
     return f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
 
 
-def wait_for(probe: Callable[[], T | None], *, timeout: float, what: str, interval: float = 1.0,
-             describe: Callable[[], str] | None = None,
-             transient: tuple[type[BaseException], ...] = ()) -> T:
+def wait_for(
+    probe: Callable[[], T | None],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 1.0,
+    describe: Callable[[], str] | None = None,
+    transient: tuple[type[BaseException], ...] = (),
+) -> T:
     """Call probe until it returns something truthy; fail with `what` and the last state.
 
     Exceptions of a `transient` type raised by probe (or describe) count as "not yet": the
@@ -61,8 +68,14 @@ def wait_for(probe: Callable[[], T | None], *, timeout: float, what: str, interv
     raise WaitTimeout(f"timed out after {timeout:.0f} s waiting for {what}; last seen: {seen}{error}")
 
 
-def holds_for(probe: Callable[[], bool], *, duration: float, what: str, interval: float = 1.0,
-              describe: Callable[[], str] | None = None) -> None:
+def holds_for(
+    probe: Callable[[], bool],
+    *,
+    duration: float,
+    what: str,
+    interval: float = 1.0,
+    describe: Callable[[], str] | None = None,
+) -> None:
     """Assert that probe stays true for the whole duration (e.g. a pod stays Pending).
 
     Not scaled: the duration is what the check claims, not a deadline for something to happen."""

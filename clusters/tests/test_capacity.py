@@ -1,4 +1,5 @@
 """Clusters are admitted by the host's budget (no cluster: the host and the cluster list are given)."""
+
 from __future__ import annotations
 
 import os
@@ -47,6 +48,7 @@ def test_a_creation_waits_until_fewer_clusters_than_the_budget_are_alive() -> No
         slept.append(seconds)
         if len(slept) == 3:
             alive.remove("b")  # another run deletes its cluster
+
     with capacity.admitted("c", lambda: list(alive), limits=Budget(2, 1, ""), sleep=sleep):
         assert alive == ["a"]
     assert len(slept) == 3
@@ -60,6 +62,7 @@ def test_the_cluster_being_made_is_not_counted_against_itself() -> None:
 def test_a_stopped_run_gives_up_waiting() -> None:
     def stop() -> None:
         raise KeyboardInterrupt("stopping")
+
     with pytest.raises(KeyboardInterrupt):
         with capacity.admitted("c", lambda: ["a"], stop=stop, limits=Budget(1, 1, "")):
             pytest.fail("admitted while stopping")
@@ -68,10 +71,17 @@ def test_a_stopped_run_gives_up_waiting() -> None:
 def waits_while_another_process_holds(held: str, name: str, limits: Budget) -> int:
     """How many times admitting `name` waited while another process held what `held` (Python run
     there) takes, until that process ended (after the second wait) and the kernel dropped it."""
-    holder = subprocess.Popen([sys.executable, "-c", f"from clusters import capacity; held = {held}; "
-                               "print('held', flush=True); import sys; sys.stdin.read()"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parents[2])
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from clusters import capacity; held = {held}; print('held', flush=True); import sys; sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         waits = []
@@ -80,6 +90,7 @@ def waits_while_another_process_holds(held: str, name: str, limits: Budget) -> i
             waits.append(seconds)
             if len(waits) == 2:
                 holder.communicate("")  # it ends without giving anything back: its flock goes with it
+
         with capacity.admitted(name, lambda: [], limits=limits, sleep=sleep):
             pass
         return len(waits)
@@ -96,8 +107,9 @@ def test_a_waiter_of_a_better_priority_goes_first_though_it_came_later(tmp_path:
     """One cluster of room, two waiting: the main lane's cluster (priority 0) is made first."""
     later = capacity._Ticket("kep5004-mixed-136", priority=1)
     try:
-        with capacity.admitted("kep5004-dra-136", lambda: ["a"], limits=Budget(2, 1, ""), priority=0,
-                               sleep=pytest.fail):
+        with capacity.admitted(
+            "kep5004-dra-136", lambda: ["a"], limits=Budget(2, 1, ""), priority=0, sleep=pytest.fail
+        ):
             pass
         slept = []
 
@@ -105,6 +117,7 @@ def test_a_waiter_of_a_better_priority_goes_first_though_it_came_later(tmp_path:
             slept.append(seconds)
             if len(slept) == 2:
                 later.remove()  # the other waiter was admitted (or gave up)
+
         with capacity.admitted("kep5004-dra-137", lambda: ["a"], limits=Budget(2, 1, ""), priority=1, sleep=sleep):
             pass
         assert len(slept) == 2  # it waited while the earlier waiter of its priority stood ahead
@@ -123,5 +136,7 @@ def test_the_ticket_of_a_process_that_died_does_not_hold_the_queue(tmp_path: Pat
 
 
 def test_a_ticket_held_by_a_live_process_keeps_its_place(tmp_path: Path) -> None:
-    assert waits_while_another_process_holds("capacity._Ticket('kep5004-dra-135', 0)", "kep5004-dra-137",
-                                             Budget(1, 1, "")) == 2
+    assert (
+        waits_while_another_process_holds("capacity._Ticket('kep5004-dra-135', 0)", "kep5004-dra-137", Budget(1, 1, ""))
+        == 2
+    )

@@ -1,4 +1,5 @@
 """Smoke tests on a real kind cluster per pinned Kubernetes version (topology `dra`)."""
+
 from __future__ import annotations
 
 import json
@@ -31,17 +32,30 @@ def namespace(api: Api, request: pytest.FixtureRequest):
 
 
 def workers(api: Api) -> list[str]:
-    return sorted(n["metadata"]["name"] for n in api.list("v1", "Node")
-                  if "node-role.kubernetes.io/control-plane" not in n["metadata"].get("labels", {}))
+    return sorted(
+        n["metadata"]["name"]
+        for n in api.list("v1", "Node")
+        if "node-role.kubernetes.io/control-plane" not in n["metadata"].get("labels", {})
+    )
 
 
 def pod(name: str, node: str, image: str, command: str, resources: Obj | None = None) -> Obj:
     return {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
         "spec": {
-            "nodeName": node, "restartPolicy": "Never",
-            "containers": [{"name": "main", "image": image, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", command], "resources": resources or {}}],
+            "nodeName": node,
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": image,
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", command],
+                    "resources": resources or {},
+                }
+            ],
         },
     }
 
@@ -66,8 +80,14 @@ def test_resource_api_v1_served(api: Api) -> None:
 
 def test_deviceclass_extended_resource_name_round_trips(api: Api, request: pytest.FixtureRequest) -> None:
     name = f"smoke-{uuid.uuid4().hex[:8]}.example.com"
-    api.create({"apiVersion": RESOURCE, "kind": "DeviceClass", "metadata": {"name": name},
-                "spec": {"extendedResourceName": "example.com/smoke-gpu"}})
+    api.create(
+        {
+            "apiVersion": RESOURCE,
+            "kind": "DeviceClass",
+            "metadata": {"name": name},
+            "spec": {"extendedResourceName": "example.com/smoke-gpu"},
+        }
+    )
     try:
         stored = api.get(RESOURCE, "DeviceClass", name)
         assert stored["spec"].get("extendedResourceName") == "example.com/smoke-gpu", stored
@@ -87,8 +107,12 @@ def test_pods_run_on_every_worker(api: Api, namespace: str, qos: str) -> None:
         api.create(pod(f"{qos.lower()}-{i}", node, image, command, resources), namespace)
         names.append(f"{qos.lower()}-{i}")
     for name in names:
-        wait_for(lambda: pod_phase(api, namespace, name) in ("Succeeded", "Failed"), timeout=120,
-                 what=f"pod {name} to finish", describe=lambda: json.dumps(api.get("v1", "Pod", name, namespace)["status"]))
+        wait_for(
+            lambda: pod_phase(api, namespace, name) in ("Succeeded", "Failed"),
+            timeout=120,
+            what=f"pod {name} to finish",
+            describe=lambda: json.dumps(api.get("v1", "Pod", name, namespace)["status"]),
+        )
         got = api.get("v1", "Pod", name, namespace)
         assert got["status"]["qosClass"] == qos
         assert got["status"]["phase"] == "Succeeded", json.dumps(got["status"])
@@ -99,15 +123,28 @@ def test_claim_against_handwritten_slice_is_allocated(api: Api, namespace: str) 
     node = workers(api)[0]
     driver = f"smoke-{uuid.uuid4().hex[:6]}.kep5004.io"
     slice_obj = {
-        "apiVersion": RESOURCE, "kind": "ResourceSlice", "metadata": {"name": f"{driver}-{node}"},
-        "spec": {"driver": driver, "nodeName": node,
-                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                 "devices": [{"name": "dev-0", "attributes": {"model": {"string": "smoke"}}}]},
+        "apiVersion": RESOURCE,
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{driver}-{node}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "dev-0", "attributes": {"model": {"string": "smoke"}}}],
+        },
     }
-    device_class = {"apiVersion": RESOURCE, "kind": "DeviceClass", "metadata": {"name": driver},
-                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
-    claim = {"apiVersion": RESOURCE, "kind": "ResourceClaim", "metadata": {"name": "one-device"},
-             "spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": driver}}]}}}
+    device_class = {
+        "apiVersion": RESOURCE,
+        "kind": "DeviceClass",
+        "metadata": {"name": driver},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+    }
+    claim = {
+        "apiVersion": RESOURCE,
+        "kind": "ResourceClaim",
+        "metadata": {"name": "one-device"},
+        "spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": driver}}]}},
+    }
     workload = pod("uses-claim", node, BuiltImages.load().workload, "true")
     del workload["spec"]["nodeName"]  # the scheduler must place it where the device is
     workload["spec"]["resourceClaims"] = [{"name": "dev", "resourceClaimName": "one-device"}]
@@ -119,16 +156,24 @@ def test_claim_against_handwritten_slice_is_allocated(api: Api, namespace: str) 
         api.create(workload, namespace)
         allocated = wait_for(
             lambda: (api.get(RESOURCE, "ResourceClaim", "one-device", namespace).get("status") or {}).get("allocation"),
-            timeout=90, what="the claim to be allocated",
-            describe=lambda: json.dumps(api.get(RESOURCE, "ResourceClaim", "one-device", namespace)))
+            timeout=90,
+            what="the claim to be allocated",
+            describe=lambda: json.dumps(api.get(RESOURCE, "ResourceClaim", "one-device", namespace)),
+        )
         results = allocated["devices"]["results"]
         assert [(r["driver"], r["pool"], r["device"]) for r in results] == [(driver, node, "dev-0")]
-        bound = wait_for(lambda: api.get("v1", "Pod", "uses-claim", namespace)["spec"].get("nodeName"),
-                         timeout=60, what="the pod to be bound")
+        bound = wait_for(
+            lambda: api.get("v1", "Pod", "uses-claim", namespace)["spec"].get("nodeName"),
+            timeout=60,
+            what="the pod to be bound",
+        )
         assert bound == node
-        holds_for(lambda: pod_phase(api, namespace, "uses-claim") == "Pending", duration=10,
-                  what="the pod to stay Pending (no kubelet plugin for this driver)",
-                  describe=lambda: json.dumps(api.get("v1", "Pod", "uses-claim", namespace)["status"]))
+        holds_for(
+            lambda: pod_phase(api, namespace, "uses-claim") == "Pending",
+            duration=10,
+            what="the pod to stay Pending (no kubelet plugin for this driver)",
+            describe=lambda: json.dumps(api.get("v1", "Pod", "uses-claim", namespace)["status"]),
+        )
     finally:
         api.delete("v1", "Pod", "uses-claim", namespace)
         api.delete(RESOURCE, "DeviceClass", driver)

@@ -1,4 +1,5 @@
 """A cluster's exported logs include what each node forwards for Services (no cluster needed)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -38,6 +39,7 @@ def test_a_cluster_already_gone_leaves_what_kind_exported(monkeypatch, tmp_path:
 
     def gone(cls, name):
         raise CommandError(f"no running node containers of kind cluster {name!r}")
+
     monkeypatch.setattr(KindNodes, "of_cluster", classmethod(gone))
     assert lifecycle.export_logs("c", tmp_path) == tmp_path
     assert list(tmp_path.iterdir()) == []
@@ -51,6 +53,7 @@ def test_a_failed_creation_keeps_its_nodes_until_their_logs_are_exported(monkeyp
     def create(command, check):
         events.append("create" + (" --retain" if "--retain" in command else ""))
         raise subprocess.CalledProcessError(1, command)
+
     monkeypatch.setattr(lifecycle.subprocess, "run", create)
     monkeypatch.setattr(lifecycle, "export_logs", lambda name, dest: events.append("export") or dest)
     monkeypatch.setattr(lifecycle, "run", lambda command, check=True: events.append(command[1]) or "")

@@ -1,4 +1,5 @@
 """Fault injection commands (no cluster: the node records what it was asked to run)."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,9 @@ def test_every_matching_container_gets_sigkill_through_its_main_process() -> Non
     node = Node("abc\ndef\n")
     assert faults.kill_component(node, "kube-scheduler") == ["102", "103"]
     assert node.scripts[0] == "crictl ps --state running -q --name '^kube-scheduler$'"
-    assert node.scripts[1:3] == [f"crictl inspect --output go-template --template '{{{{.info.pid}}}}' {cid}"
-                                 for cid in ("abc", "def")]
+    assert node.scripts[1:3] == [
+        f"crictl inspect --output go-template --template '{{{{.info.pid}}}}' {cid}" for cid in ("abc", "def")
+    ]
     assert node.scripts[3:] == ["kill -KILL 102 103"]
 
 

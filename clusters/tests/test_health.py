@@ -1,4 +1,5 @@
 """Waiting for kube-apiserver to be ready, not merely answering."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """Host detection reads the kernel's own answers (fake /proc and /sys files here), and the
 host preparation's disk check stops in one line before anything is installed."""
+
 from __future__ import annotations
 
 import subprocess
@@ -26,8 +27,11 @@ def test_bounding_set_bits(tmp_path: Path) -> None:
 
 def _disk_check(script: str) -> subprocess.CompletedProcess:
     lib = REPO_ROOT / "clusters" / "host" / "disk.sh"
-    return subprocess.run(["bash", "-c", f"set -e; die() {{ echo \"ERROR: $*\" >&2; exit 1; }}; source {lib}; {script}"],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        ["bash", "-c", f'set -e; die() {{ echo "ERROR: $*" >&2; exit 1; }}; source {lib}; {script}'],
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_too_little_disk_stops_in_one_line_naming_the_filesystem(tmp_path: Path) -> None:

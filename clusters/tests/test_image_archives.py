@@ -1,4 +1,5 @@
 """Images go into workers from archives saved once per image id (no cluster needed)."""
+
 from __future__ import annotations
 
 import json
@@ -62,6 +63,7 @@ def docker(monkeypatch, tmp_path: Path) -> list[list[str]]:
             Path(cmd[3]).write_bytes(b"archive")
             return ""
         raise AssertionError(f"unexpected command {cmd}")
+
     monkeypatch.setattr(image_archives, "run", run)
     return calls
 
@@ -84,14 +86,19 @@ def test_only_nodes_without_the_image_import_it_from_one_saved_archive(docker) -
     assert len([c for c in docker if c[1] == "save"]) == 1
     assert has.imported == []
     for node in (lacks, stale):
-        assert node.imported == [f"ctr --namespace=k8s.io images import --all-platforms --digests --snapshotter=overlayfs "
-                                 f"{image_archives.IN_NODE}/kep5004_fake-gpu-driver--7b33d15da505b428.tar >/dev/null"]
+        assert node.imported == [
+            f"ctr --namespace=k8s.io images import --all-platforms --digests --snapshotter=overlayfs "
+            f"{image_archives.IN_NODE}/kep5004_fake-gpu-driver--7b33d15da505b428.tar >/dev/null"
+        ]
 
 
 def test_a_new_image_replaces_the_repository_s_older_archive(docker) -> None:
     directory = image_archives.archives_dir()
     directory.mkdir(parents=True)
-    older, other = directory / "kep5004_fake-gpu-driver--0123456789abcdef.tar", directory / "kep5004_gpu-workload--0123.tar"
+    older, other = (
+        directory / "kep5004_fake-gpu-driver--0123456789abcdef.tar",
+        directory / "kep5004_gpu-workload--0123.tar",
+    )
     older.write_bytes(b"old")
     other.write_bytes(b"other")
     path = image_archives.ensure_archive(DRIVER, DRIVER_ID)
@@ -99,15 +106,27 @@ def test_a_new_image_replaces_the_repository_s_older_archive(docker) -> None:
 
 
 def test_only_workers_mount_the_archives() -> None:
-    config = render(ClusterSpec("dra", KubeVersion(1, 37, 0)), HostFacts(cgroup_v1=False, has_cap_sys_resource=True), "node:x")
+    config = render(
+        ClusterSpec("dra", KubeVersion(1, 37, 0)), HostFacts(cgroup_v1=False, has_cap_sys_resource=True), "node:x"
+    )
     mounts = [n.get("extraMounts") for n in config["nodes"]]
     assert all(m["containerPath"] != image_archives.IN_NODE for m in mounts[0])
-    assert mounts[1:] == [[{"hostPath": str(image_archives.archives_dir()), "containerPath": image_archives.IN_NODE,
-                            "readOnly": True}]] * 2
+    assert (
+        mounts[1:]
+        == [
+            [
+                {
+                    "hostPath": str(image_archives.archives_dir()),
+                    "containerPath": image_archives.IN_NODE,
+                    "readOnly": True,
+                }
+            ]
+        ]
+        * 2
+    )
 
 
 def test_a_node_s_snapshotter_is_read_once_for_all_its_images(docker) -> None:
     node = FakeNode("w1")
     image_archives.load("c", [node], [DRIVER, DRIVER.replace("fake-gpu-driver", "gpu-workload")])
     assert len(node.imported) == 2 and node.dumps == 1
-

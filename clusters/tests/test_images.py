@@ -1,5 +1,6 @@
 """Which list of built image tags a run reads: its own checkout's, so that a build in another
 clone sharing the cache cannot change what it deploys (a soak once lost its driver that way)."""
+
 from __future__ import annotations
 
 import subprocess

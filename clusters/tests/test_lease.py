@@ -1,4 +1,5 @@
 """One run at a time per kind cluster (no cluster: leases are files under the state directory)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -20,10 +21,18 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def hold_in_another_process(name: str) -> subprocess.Popen:
     """A second run holding the lease until its stdin closes."""
-    holder = subprocess.Popen([sys.executable, "-c", f"from clusters import lease; lease.take({name!r}); "
-                               "print('held', flush=True); import sys; sys.stdin.read()"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parents[2])
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from clusters import lease; lease.take({name!r}); "
+            "print('held', flush=True); import sys; sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert holder.stdout.readline().strip() == "held"
     return holder
 

@@ -1,4 +1,5 @@
 """The kubeadm patches of the control plane's readiness and startup probes (no cluster needed)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,15 +21,20 @@ def _containers() -> dict[str, dict]:
 
 def test_components_probed_for_readiness_every_second_are_probed_every_few_seconds() -> None:
     containers = _containers()
-    assert {c for c, found in containers.items() if "readinessProbe" in found} == \
-        {"etcd", "kube-apiserver", "kube-scheduler"}
+    assert {c for c, found in containers.items() if "readinessProbe" in found} == {
+        "etcd",
+        "kube-apiserver",
+        "kube-scheduler",
+    }
     for found in containers.values():
         if "readinessProbe" in found:
             assert found["readinessProbe"] == {"periodSeconds": probe_patches.READINESS_PERIOD_S}
     assert probe_patches.READINESS_PERIOD_S > 1
 
 
-def test_every_component_is_asked_whether_it_started_every_second_from_the_start_for_as_long_as_kubeadm_allows() -> None:
+def test_every_component_is_asked_whether_it_started_every_second_from_the_start_for_as_long_as_kubeadm_allows() -> (
+    None
+):
     containers = _containers()
     assert set(containers) == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
     for found in containers.values():

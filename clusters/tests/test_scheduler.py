@@ -1,4 +1,5 @@
 """Pausing kube-scheduler (no cluster: the node records what it was asked to run)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,8 +26,11 @@ def node(monkeypatch: pytest.MonkeyPatch) -> Node:
     node = Node()
     monkeypatch.setattr(scheduler, "Api", lambda kubeconfig: None)
     monkeypatch.setattr(scheduler.health, "static_pod", lambda api, component, name: None)
-    monkeypatch.setattr(scheduler.health, "wait_static_pods",
-                        lambda kubeconfig, name, components, marker: node.scripts.append(f"ready {marker}"))
+    monkeypatch.setattr(
+        scheduler.health,
+        "wait_static_pods",
+        lambda kubeconfig, name, components, marker: node.scripts.append(f"ready {marker}"),
+    )
     return node
 
 
@@ -35,7 +39,7 @@ def test_the_scheduler_is_stopped_inside_and_running_again_after(node: Node) -> 
         inside = list(node.scripts)
     assert inside[0] == f"mv {scheduler.MANIFEST} {scheduler.PAUSED}"
     assert inside[1] == "crictl ps --state running -q --name '^kube-scheduler$'"
-    assert node.scripts[len(inside):] == [f"mv {scheduler.PAUSED} {scheduler.MANIFEST}", "ready kube-scheduler"]
+    assert node.scripts[len(inside) :] == [f"mv {scheduler.PAUSED} {scheduler.MANIFEST}", "ready kube-scheduler"]
 
 
 def test_the_scheduler_runs_again_when_the_block_fails(node: Node) -> None:

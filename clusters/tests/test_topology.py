@@ -1,4 +1,5 @@
 """Rendering of kind configs and version selection (no cluster needed)."""
+
 from __future__ import annotations
 
 import pytest
@@ -66,8 +67,9 @@ def test_no_kindnetd_and_no_coredns() -> None:
 def test_the_control_plane_gets_the_probe_patches_and_only_it() -> None:
     config = render(ClusterSpec("dra", V137), ORDINARY_HOST, "n")
     control_plane, *workers = config["nodes"]
-    assert {"containerPath": "/kep5004/kubeadm-patches", "readOnly": True}.items() <= \
-        control_plane["extraMounts"][0].items()
+    assert {"containerPath": "/kep5004/kubeadm-patches", "readOnly": True}.items() <= control_plane["extraMounts"][
+        0
+    ].items()
     assert all(m["containerPath"] != "/kep5004/kubeadm-patches" for w in workers for m in w["extraMounts"])
     init = next(p for p in patches(config) if p["kind"] == "InitConfiguration")
     assert init["patches"] == {"directory": "/kep5004/kubeadm-patches"}

@@ -1,4 +1,5 @@
 """kubeadm upgrade apply is tried again only when it stopped before changing anything."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,18 +10,24 @@ from clusters import health, upgrade
 from clusters.shell import CommandError
 from clusters.versions import KubeVersion
 
-PREFLIGHT = ("`kubeadm upgrade apply` exited 1: error execution phase preflight: the version argument is invalid: "
-             "Unable to fetch cluster version: Couldn't fetch cluster version from the API Server")
-COMPONENT_CONFIGS = ("`kubeadm upgrade apply` exited 1: error: [upgrade] FATAL: failed to get component configs: could "
-                     "not download the kubelet configuration from ConfigMap \"kubelet-config\": Get \"https://"
-                     "kind-control-plane:6443/api/v1/namespaces/kube-system/configmaps/kubelet-config?timeout=10s\": "
-                     "dial tcp 172.18.0.20:6443: connect: connection refused")
+PREFLIGHT = (
+    "`kubeadm upgrade apply` exited 1: error execution phase preflight: the version argument is invalid: "
+    "Unable to fetch cluster version: Couldn't fetch cluster version from the API Server"
+)
+COMPONENT_CONFIGS = (
+    "`kubeadm upgrade apply` exited 1: error: [upgrade] FATAL: failed to get component configs: could "
+    'not download the kubelet configuration from ConfigMap "kubelet-config": Get "https://'
+    'kind-control-plane:6443/api/v1/namespaces/kube-system/configmaps/kubelet-config?timeout=10s": '
+    "dial tcp 172.18.0.20:6443: connect: connection refused"
+)
 # Seen in the full job (2026-12-05) right after the control plane's kubelet was swapped for the
 # older one, which replaced the API server's static pod under kubeadm.
-NODE_REGISTRATION = ("`kubeadm upgrade apply` exited 1: error: [upgrade] FATAL: failed to get node registration: failed "
-                     "to get corresponding node: Get \"https://kind-control-plane:6443/api/v1/nodes/kind-control-plane"
-                     "?timeout=10s\": dial tcp 172.18.0.16:6443: connect: connection refused - error from a previous "
-                     "attempt: unexpected EOF")
+NODE_REGISTRATION = (
+    "`kubeadm upgrade apply` exited 1: error: [upgrade] FATAL: failed to get node registration: failed "
+    'to get corresponding node: Get "https://kind-control-plane:6443/api/v1/nodes/kind-control-plane'
+    '?timeout=10s": dial tcp 172.18.0.16:6443: connect: connection refused - error from a previous '
+    "attempt: unexpected EOF"
+)
 
 
 class FlakyNode:

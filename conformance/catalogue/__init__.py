@@ -3,6 +3,7 @@
 Tests cite requirements with `requirement("ALLOC-1")` and ask whether one holds on the
 cluster under test with `requirement(...).applies_to((1, 36), gate_enabled=True)`.
 """
+
 from __future__ import annotations
 
 from functools import cache
@@ -24,9 +25,25 @@ from kube.features import VersionInfo, VersionTable
 CATALOGUE_PATH = Path(__file__).with_name("requirements.yaml")
 
 __all__ = [
-    "CATALOGUE_PATH", "Catalogue", "CatalogueError", "Gate", "KnownBug", "Minor", "Requirement", "Source",
-    "Status", "UnknownRequirementError", "VersionInfo", "VersionRange", "VersionTable", "catalogue",
-    "format_minor", "load", "parse_minor", "requirement", "select",
+    "CATALOGUE_PATH",
+    "Catalogue",
+    "CatalogueError",
+    "Gate",
+    "KnownBug",
+    "Minor",
+    "Requirement",
+    "Source",
+    "Status",
+    "UnknownRequirementError",
+    "VersionInfo",
+    "VersionRange",
+    "VersionTable",
+    "catalogue",
+    "format_minor",
+    "load",
+    "parse_minor",
+    "requirement",
+    "select",
 ]
 
 

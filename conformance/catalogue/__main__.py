@@ -1,4 +1,5 @@
 """Command line: python -m conformance.catalogue {check,markdown,spec-diff,spec-ids}."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,7 @@ from conformance.invocation import prog
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog("conformance.catalogue"), description=__doc__)
-    parser.add_argument("--catalogue", type=Path, default=CATALOGUE_PATH,
-                        help="catalogue YAML (default: %(default)s)")
+    parser.add_argument("--catalogue", type=Path, default=CATALOGUE_PATH, help="catalogue YAML (default: %(default)s)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("check", help="validate the catalogue and compare it with the frozen spec ID list")
     commands.add_parser("markdown", help="print the catalogue as Markdown (docs/requirements.md)")

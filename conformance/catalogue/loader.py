@@ -4,6 +4,7 @@ Every problem found is reported at once (CatalogueError.problems), each with its
 Keys that the schema does not know are refused, so that a typo cannot hide a field.
 Requirements are checked against a version table, by default kube.features.VERSIONS.
 """
+
 from __future__ import annotations
 
 import re
@@ -64,8 +65,12 @@ def load(path: Path, table: VersionTable = VERSIONS) -> Catalogue:
 def parse(raw: object, origin: str, table: VersionTable) -> Catalogue:
     problems: list[str] = []
     try:
-        top = _fields(raw, "top level", ("schema", "gate_components", "areas", "topologies", "requirements"),
-                      ("known_bugs", "suite_areas"))
+        top = _fields(
+            raw,
+            "top level",
+            ("schema", "gate_components", "areas", "topologies", "requirements"),
+            ("known_bugs", "suite_areas"),
+        )
         if top["schema"] != SCHEMA_VERSION:
             raise _Invalid(f"schema: expected {SCHEMA_VERSION}, got {top['schema']!r}")
         components = _list(top["gate_components"], "gate_components", _text)
@@ -77,16 +82,25 @@ def parse(raw: object, origin: str, table: VersionTable) -> Catalogue:
     except _Invalid as err:
         raise CatalogueError(origin, [str(err)]) from None
     bugs = _each(top.get("known_bugs") or [], "known_bugs", _bug, problems)
-    requirements = _each(top["requirements"], "requirements",
-                         lambda item, where: _requirement(item, where, table), problems)
+    requirements = _each(
+        top["requirements"], "requirements", lambda item, where: _requirement(item, where, table), problems
+    )
     problems += _check_references(requirements, bugs, {**areas, **suite_areas}, topologies, table)
     if problems:
         raise CatalogueError(origin, problems)
-    return Catalogue(components, {**areas, **suite_areas}, topologies, table, tuple(bugs),
-                     {req.id: req for req in requirements}, frozenset(suite_areas))
+    return Catalogue(
+        components,
+        {**areas, **suite_areas},
+        topologies,
+        table,
+        tuple(bugs),
+        {req.id: req for req in requirements},
+        frozenset(suite_areas),
+    )
 
 
 # --- items -------------------------------------------------------------------------------------
+
 
 def _bug(raw: object, where: str) -> KnownBug:
     bug = _fields(raw, where, ("id", "versions", "summary"), ("fixed_in", "status", "prs", "issues"))
@@ -107,9 +121,12 @@ def _bug(raw: object, where: str) -> KnownBug:
 
 
 def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
-    req = _fields(raw, where, ("id", "area", "title", "text", "applies", "source", "status", "topology"),
-                  ("question", "settled", "by_version", "serial", "informational", "judges", "explicit_name", "bugs",
-                   "related"))
+    req = _fields(
+        raw,
+        where,
+        ("id", "area", "title", "text", "applies", "source", "status", "topology"),
+        ("question", "settled", "by_version", "serial", "informational", "judges", "explicit_name", "bugs", "related"),
+    )
     req_id = _id(req["id"], where, REQUIREMENT_ID)
     area = _text(req["area"], f"{where}.area")
     if req_id.split("-")[0] != area:
@@ -119,7 +136,9 @@ def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
     question = _optional_text(req.get("question"), f"{where}.question")
     settled = _optional_text(req.get("settled"), f"{where}.settled")
     if (status is not Status.CONFIRMED) != (question is not None):
-        raise _Invalid(f"{where}: an unconfirmed or settled requirement needs a question, a confirmed one must have none")
+        raise _Invalid(
+            f"{where}: an unconfirmed or settled requirement needs a question, a confirmed one must have none"
+        )
     if (status is Status.SETTLED) != (settled is not None):
         raise _Invalid(f"{where}: a settled requirement needs the answer (settled:), and only a settled one has it")
     return Requirement(
@@ -154,7 +173,7 @@ def _source(raw: object, where: str) -> Source:
     src = _fields(raw, where, ("spec",), ("kep", "code", "e2e", "prs", "issues", "docs"))
     section = _text(src["spec"], f"{where}.spec")
     if not SPEC_SECTION.fullmatch(section):
-        raise _Invalid(f"{where}.spec: {section!r} is not a section number such as \"3.4\"")
+        raise _Invalid(f'{where}.spec: {section!r} is not a section number such as "3.4"')
     return Source(
         spec=section,
         kep=_optional_text(src.get("kep"), f"{where}.kep"),
@@ -172,8 +191,13 @@ def _by_version(raw: object, where: str) -> tuple[tuple[VersionRange, str], ...]
     # A single entry would record no difference between versions.
     if not isinstance(raw, dict) or len(raw) < 2:
         raise _Invalid(f"{where}: expected a mapping of at least two version ranges to outcomes")
-    entries = sorted(((_checked(f"{where} key {key!r}", VersionRange.parse, key), _text(outcome, f"{where}[{key}]"))
-                      for key, outcome in raw.items()), key=lambda entry: entry[0].min)
+    entries = sorted(
+        (
+            (_checked(f"{where} key {key!r}", VersionRange.parse, key), _text(outcome, f"{where}[{key}]"))
+            for key, outcome in raw.items()
+        ),
+        key=lambda entry: entry[0].min,
+    )
     for (first, _), (second, _) in zip(entries, entries[1:]):
         if first.overlaps(second):
             raise _Invalid(f"{where}: ranges {first} and {second} overlap")
@@ -182,8 +206,14 @@ def _by_version(raw: object, where: str) -> tuple[tuple[VersionRange, str], ...]
 
 # --- whole-catalogue checks --------------------------------------------------------------------
 
-def _check_references(requirements: list[Requirement], bugs: list[KnownBug], areas: dict[str, str],
-                      topologies: dict[str, str], table: VersionTable) -> list[str]:
+
+def _check_references(
+    requirements: list[Requirement],
+    bugs: list[KnownBug],
+    areas: dict[str, str],
+    topologies: dict[str, str],
+    table: VersionTable,
+) -> list[str]:
     problems = _duplicates("requirement", [req.id for req in requirements])
     problems += _duplicates("known bug", [bug.id for bug in bugs])
     req_ids = {req.id for req in requirements}
@@ -195,16 +225,25 @@ def _check_references(requirements: list[Requirement], bugs: list[KnownBug], are
         if req.topology not in topologies:
             problems.append(f"{req.id}: unknown topology {req.topology!r} (known: {', '.join(topologies)})")
         problems += [f"{req.id}: unknown known bug {bug!r}" for bug in req.bugs if bug not in bug_ids]
-        problems += [f"{req.id}: related {other!r} is not another requirement"
-                     for other in req.related if other not in req_ids or other == req.id]
+        problems += [
+            f"{req.id}: related {other!r} is not another requirement"
+            for other in req.related
+            if other not in req_ids or other == req.id
+        ]
         if req.versions.min < first:
-            problems.append(f"{req.id}: starts at {format_minor(req.versions.min)}, before the version table "
-                            f"({format_minor(first)})")
+            problems.append(
+                f"{req.id}: starts at {format_minor(req.versions.min)}, before the version table "
+                f"({format_minor(first)})"
+            )
         # Where the gate is locked on, it can be off only in a control plane emulating an older minor.
-        if req.gate is Gate.DISABLED and any(row.gate_locked and row.gate_default and table.switchable_as(row.minor) is None
-                                             for row in _rows_within(table, req.versions)):
-            problems.append(f"{req.id}: needs the gate off, but {req.versions} reaches versions "
-                            "where it is locked on with no earlier minor to emulate")
+        if req.gate is Gate.DISABLED and any(
+            row.gate_locked and row.gate_default and table.switchable_as(row.minor) is None
+            for row in _rows_within(table, req.versions)
+        ):
+            problems.append(
+                f"{req.id}: needs the gate off, but {req.versions} reaches versions "
+                "where it is locked on with no earlier minor to emulate"
+            )
     return problems
 
 
@@ -219,6 +258,7 @@ def _duplicates(kind: str, ids: list[str]) -> list[str]:
 
 
 # --- field helpers -----------------------------------------------------------------------------
+
 
 def _each(raw: object, where: str, parse_item: Callable[[object, str], T], problems: list[str]) -> list[T]:
     """Parses every item, recording failures in `problems` so that one run reports them all."""

@@ -1,6 +1,7 @@
 """The catalogue's objects: known bugs, requirements, and what applies where.
 
 Requirements are read against the per-minor gate table of kube.features."""
+
 from __future__ import annotations
 
 import difflib
@@ -23,8 +24,8 @@ class Judges(StrEnum):
     """Whose behaviour a requirement's verdict is about. A driver's certification is decided by
     the IDs that judge the driver (alone or with the cluster); the rest are the cluster's scorecard."""
 
-    DRIVER = "driver"    # the driver alone (what it publishes, prepares, exposes)
-    BOTH = "both"        # the driver together with the kubelet or control plane
+    DRIVER = "driver"  # the driver alone (what it publishes, prepares, exposes)
+    BOTH = "both"  # the driver together with the kubelet or control plane
     CLUSTER = "cluster"  # Kubernetes: API server, scheduler, controllers, kubelet, whatever the driver does
 
     @property
@@ -35,7 +36,7 @@ class Judges(StrEnum):
 class Status(StrEnum):
     CONFIRMED = "confirmed"
     UNCONFIRMED = "unconfirmed"  # still to be settled on a real cluster
-    SETTLED = "settled"          # unconfirmed in the spec, answered by our clusters (docs/findings.md)
+    SETTLED = "settled"  # unconfirmed in the spec, answered by our clusters (docs/findings.md)
 
 
 class UnknownRequirementError(LookupError):
@@ -152,13 +153,15 @@ class Catalogue:
             raise UnknownRequirementError(f"known bug {bug_id!r} is not in the catalogue")
         return found
 
-    def select(self, area: str | None = None, topology: str | None = None,
-               serial: bool | None = None) -> list[Requirement]:
+    def select(
+        self, area: str | None = None, topology: str | None = None, serial: bool | None = None
+    ) -> list[Requirement]:
         """Requirements matching every given criterion, in catalogue order."""
         for value, known, kind in ((area, self.areas, "area"), (topology, self.topologies, "topology")):
             if value is not None and value not in known:
                 raise ValueError(f"unknown {kind} {value!r} (known: {', '.join(known)})")
         return [
-            req for req in self.requirements.values()
+            req
+            for req in self.requirements.values()
             if area in (None, req.area) and topology in (None, req.topology) and serial in (None, req.serial)
         ]

@@ -3,6 +3,7 @@
 The spec lives outside the repository, so tests compare the catalogue with the frozen list
 (spec_ids.txt); `python -m conformance.catalogue spec-diff PATH` compares it with the spec itself.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,7 +36,7 @@ def parse_spec(text: str) -> list[SpecItem]:
     items = []
     for start in _ITEM_START.finditer(body):
         end = _ITEM_END.search(body, start.end())
-        item_text = body[start.start():end.start() if end else len(body)]
+        item_text = body[start.start() : end.start() if end else len(body)]
         items.append(SpecItem(start[1], UNCONFIRMED in item_text))
     if not items:
         raise ValueError("section 3 of the spec has no '* **ID**' items")
@@ -43,8 +44,10 @@ def parse_spec(text: str) -> list[SpecItem]:
 
 
 def format_frozen(items: list[SpecItem]) -> str:
-    lines = ["# Requirement IDs of spec section 3, in spec order; UNCONFIRMED mirrors the spec's mark.",
-             "# Regenerate: python -m conformance.catalogue spec-ids PATH > conformance/catalogue/spec_ids.txt"]
+    lines = [
+        "# Requirement IDs of spec section 3, in spec order; UNCONFIRMED mirrors the spec's mark.",
+        "# Regenerate: python -m conformance.catalogue spec-ids PATH > conformance/catalogue/spec_ids.txt",
+    ]
     lines += [f"{item.id} {UNCONFIRMED}" if item.unconfirmed else item.id for item in items]
     return "\n".join(lines) + "\n"
 

@@ -1,4 +1,5 @@
 """Kubernetes minor versions ("1.35") and inclusive ranges of them, as written in the catalogue."""
+
 from __future__ import annotations
 
 import re
@@ -12,7 +13,7 @@ _MINOR = re.compile(r"(\d+)\.(\d+)")
 def parse_minor(text: object) -> Minor:
     # YAML reads an unquoted 1.30 as the float 1.3, so anything but a string is refused.
     if not isinstance(text, str):
-        raise ValueError(f"version {text!r} must be a quoted string such as \"1.35\"")
+        raise ValueError(f'version {text!r} must be a quoted string such as "1.35"')
     match = _MINOR.fullmatch(text)
     if not match:
         raise ValueError(f"version {text!r} is not of the form MAJOR.MINOR")
@@ -32,7 +33,7 @@ class VersionRange:
 
     @classmethod
     def parse(cls, text: object) -> VersionRange:
-        """"1.34" (one minor), "1.35+" (open-ended) or "1.35-1.37" (inclusive)."""
+        """ "1.34" (one minor), "1.35+" (open-ended) or "1.35-1.37" (inclusive)."""
         if isinstance(text, str) and text.endswith("+"):
             return cls(parse_minor(text[:-1]))
         if isinstance(text, str) and "-" in text:

@@ -13,6 +13,7 @@ branch that never checked an ID credits nothing. A test may evaluate only the ID
 `requirement` marker names; a check of another ID counts when it fails (a defect is reported
 wherever it is seen) and is not credited when it holds.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,11 +25,11 @@ from conformance.catalogue import catalogue
 
 PASSED = "passed"
 FAILED = "failed"
-DEVIATES = "deviates"              # the cluster contradicts the spec through a known upstream bug
-OBSERVED = "observed"              # informational: what was seen, no pass/fail
+DEVIATES = "deviates"  # the cluster contradicts the spec through a known upstream bug
+OBSERVED = "observed"  # informational: what was seen, no pass/fail
 NOT_APPLICABLE = "not applicable"  # the catalogue's version range or a gate the run set (summary only)
-ERROR = "error"                    # a test citing the ID failed or broke outside this ID's checks
-NOT_TESTED = "not tested"          # always with a reason: a clause the profile or cluster cannot show
+ERROR = "error"  # a test citing the ID failed or broke outside this ID's checks
+NOT_TESTED = "not tested"  # always with a reason: a clause the profile or cluster cannot show
 # Worst first: the order in which one ID's outcomes across tests decide its verdict. A clause not
 # tested keeps the ID from `passed`; observations alone never make it `passed`.
 PRECEDENCE = (FAILED, ERROR, DEVIATES, NOT_TESTED, PASSED, OBSERVED, NOT_APPLICABLE)
@@ -132,8 +133,14 @@ class Checks:
         else:
             self._record(Check(rid, PASSED))
 
-    def all(self, findings: Findings, *, stop: bool = False, observed: Callable[[], str] | None = None,
-            as_id: str | None = None) -> bool:
+    def all(
+        self,
+        findings: Findings,
+        *,
+        stop: bool = False,
+        observed: Callable[[], str] | None = None,
+        as_id: str | None = None,
+    ) -> bool:
         """Record every check an oracle made; returns True when all held.
 
         as_id: record them as one check of this ID instead (an oracle reused inside another

@@ -1,4 +1,5 @@
 """What each container should see versus what its probe says it sees."""
+
 from __future__ import annotations
 
 from conformance.lib.checks import Findings
@@ -28,8 +29,9 @@ def ids_by(api: Api, driver: str, attr: str | None) -> dict[tuple[str, str], str
     return ids
 
 
-def expected_per_container(pod: Obj, claim: Obj | None, ids: dict[tuple[str, str], str],
-                           probe: Probe) -> dict[str, list[str]]:
+def expected_per_container(
+    pod: Obj, claim: Obj | None, ids: dict[tuple[str, str], str], probe: Probe
+) -> dict[str, list[str]]:
     """container -> sorted probe ids of every request of the special claim mapped to it: each of
     the request's devices, or the request itself for a probe that names requests (read from the
     pod's status alone, so it holds after the claim is gone)."""
@@ -38,8 +40,11 @@ def expected_per_container(pod: Obj, claim: Obj | None, ids: dict[tuple[str, str
     for m in status["requestMappings"]:
         if probe.names_devices:
             results = (claim or {})["status"]["allocation"]["devices"]["results"]
-            shown = {ids.get((r["pool"], r["device"]), f"?{r['device']}") for r in results
-                     if r["request"] == m["requestName"]}
+            shown = {
+                ids.get((r["pool"], r["device"]), f"?{r['device']}")
+                for r in results
+                if r["request"] == m["requestName"]
+            }
         else:
             shown = {probe.request_id(status["resourceClaimName"], m["requestName"])}
         wanted.setdefault(m["containerName"], set()).update(shown)
@@ -48,9 +53,13 @@ def expected_per_container(pod: Obj, claim: Obj | None, ids: dict[tuple[str, str
 
 def user_claim_names(pod: Obj) -> dict[str, str]:
     """pod-level claim name (spec.resourceClaims[].name) -> ResourceClaim name (generated ones from status)."""
-    generated = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
-    return {rc["name"]: rc.get("resourceClaimName") or generated.get(rc["name"])
-            for rc in pod["spec"].get("resourceClaims") or []}
+    generated = {
+        s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    return {
+        rc["name"]: rc.get("resourceClaimName") or generated.get(rc["name"])
+        for rc in pod["spec"].get("resourceClaims") or []
+    }
 
 
 def user_claim_devices(api: Api, profile: Profile, pod: Obj, ids: dict[tuple[str, str], str]) -> dict[str, list[str]]:
@@ -63,11 +72,16 @@ def user_claim_devices(api: Api, profile: Profile, pod: Obj, ids: dict[tuple[str
     for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
         for ref in (c.get("resources") or {}).get("claims") or []:
             claim = claim_of.get(ref["name"]) and api.get(RESOURCE_API, "ResourceClaim", claim_of[ref["name"]], ns)
-            results = (((claim or {}).get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+            results = (
+                (((claim or {}).get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+            )
             wanted.setdefault(c["name"], []).extend(
-                ids.get((r["pool"], r["device"]), f"?{r['device']}") if profile.probe.names_devices
-                else profile.probe.request_id(claim["metadata"]["name"], r["request"]) for r in results
-                if r["driver"] == profile.driver and ref.get("request") in (None, r["request"]))
+                ids.get((r["pool"], r["device"]), f"?{r['device']}")
+                if profile.probe.names_devices
+                else profile.probe.request_id(claim["metadata"]["name"], r["request"])
+                for r in results
+                if r["driver"] == profile.driver and ref.get("request") in (None, r["request"])
+            )
     return wanted
 
 
@@ -112,8 +126,12 @@ def check_containers_see(api: Api, profile: Profile, pod: Obj, expected: dict[st
         seen = probe_container(api, profile, pod, c["name"])
         want = expected.get(c["name"], [])
         output = f"probe output: {seen.raw.strip()[:400]!r}"
-        f.check(seen.device_ids == want, "CTR-1", f"container {c['name']} sees {seen.device_ids}, expected {want}; {output}")
+        f.check(
+            seen.device_ids == want, "CTR-1", f"container {c['name']} sees {seen.device_ids}, expected {want}; {output}"
+        )
         for channel, ids in seen.channels.items():
             wanted = as_channel(spelled, channel, want)
-            f.check(ids == wanted, "CTR-1", f"container {c['name']}: its {channel} show {ids}, expected {wanted}; {output}")
+            f.check(
+                ids == wanted, "CTR-1", f"container {c['name']}: its {channel} show {ids}, expected {wanted}; {output}"
+            )
     return f

@@ -1,4 +1,5 @@
 """What a failing test leaves behind: events, pods, claims, slices, the API server's endpoints and driver logs."""
+
 from __future__ import annotations
 
 import re
@@ -29,8 +30,13 @@ class _Reader:
 
     def __call__(self, read: Callable[[], T], what: str) -> T | str:
         try:
-            return wait_for(lambda: (read(),), timeout=max(0.0, self.end - time.monotonic()), interval=2,
-                            what=what, transient=TRANSIENT_ERRORS)[0]
+            return wait_for(
+                lambda: (read(),),
+                timeout=max(0.0, self.end - time.monotonic()),
+                interval=2,
+                what=what,
+                transient=TRANSIENT_ERRORS,
+            )[0]
         except WaitTimeout as err:
             return f"(could not be read: {err})"
 
@@ -40,8 +46,9 @@ def _clean(obj: Obj) -> Obj:
     return obj
 
 
-def collect(api: Api, namespace: str, driver_namespace: str | None, driver_selector: str | None,
-            dest: Path) -> list[Path]:
+def collect(
+    api: Api, namespace: str, driver_namespace: str | None, driver_selector: str | None, dest: Path
+) -> list[Path]:
     """Write the objects a person would look at first; attach each to the Allure report. Never
     raises for an API server that does not answer: each file then says why it is empty."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -54,8 +61,12 @@ def collect(api: Api, namespace: str, driver_namespace: str | None, driver_selec
         "deviceclasses": (RESOURCE_API, "DeviceClass", None, {}),
         # Where pods (a driver among them) reach the API server: after an upgrade or a restarted
         # API server, a driver refused there cannot read claims (docs/findings.md, 2026-12-05).
-        "apiserver-endpointslices": ("discovery.k8s.io/v1", "EndpointSlice", "default",
-                                     {"label_selector": "kubernetes.io/service-name=kubernetes"}),
+        "apiserver-endpointslices": (
+            "discovery.k8s.io/v1",
+            "EndpointSlice",
+            "default",
+            {"label_selector": "kubernetes.io/service-name=kubernetes"},
+        ),
     }
     written = []
     for name, (version, kind, ns, selectors) in lists.items():
@@ -72,15 +83,27 @@ def collect(api: Api, namespace: str, driver_namespace: str | None, driver_selec
 
 
 def _events(events: list[Obj]) -> list[dict]:
-    return sorted(({"time": e.get("lastTimestamp") or e.get("eventTime"), "object": e["involvedObject"].get("name"),
-                    "type": e.get("type"), "reason": e.get("reason"), "message": e.get("message")} for e in events),
-                  key=lambda e: str(e["time"]))
+    return sorted(
+        (
+            {
+                "time": e.get("lastTimestamp") or e.get("eventTime"),
+                "object": e["involvedObject"].get("name"),
+                "type": e.get("type"),
+                "reason": e.get("reason"),
+                "message": e.get("message"),
+            }
+            for e in events
+        ),
+        key=lambda e: str(e["time"]),
+    )
 
 
 def _driver_logs(api: Api, namespace: str, selector: str | None, dest: Path, read: _Reader) -> list[Path]:
     core = CoreV1Api(api.client)
-    pods = read(lambda: core.list_namespaced_pod(namespace, label_selector=selector or "").items,
-                f"the driver's pods in {namespace} to be listed")
+    pods = read(
+        lambda: core.list_namespaced_pod(namespace, label_selector=selector or "").items,
+        f"the driver's pods in {namespace} to be listed",
+    )
     if isinstance(pods, str):
         path = dest / "driver-pods.log"
         path.write_text(pods)
@@ -89,7 +112,9 @@ def _driver_logs(api: Api, namespace: str, selector: str | None, dest: Path, rea
     for pod in pods:
         for container in pod.spec.containers:
             try:
-                text = core.read_namespaced_pod_log(pod.metadata.name, namespace, container=container.name, tail_lines=500)
+                text = core.read_namespaced_pod_log(
+                    pod.metadata.name, namespace, container=container.name, tail_lines=500
+                )
             except Exception as err:  # a crashed or pending pod has no log: say so in the file
                 text = f"(no log: {err})"
             path = dest / f"driver-{pod.metadata.name}-{container.name}.log"

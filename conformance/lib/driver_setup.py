@@ -4,6 +4,7 @@ For `deploy: fake-driver` profiles the suite installs fake_driver's manifests; f
 `preinstalled` ones (a vendor's cluster) it only checks that the driver publishes devices.
 Either way it waits until every DRA node's ResourceSlices list the profile's device count.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,14 +27,19 @@ def fake_driver_problems(profile: Profile) -> list[str]:
 
 
 def fake_driver_values(profile: Profile, image: str) -> dict[str, str]:
-    return {"PROFILE": profile.fake_driver_inventory, "IMAGE": image, "DRIVER_NAME": profile.driver,
-            "EXTENDED_RESOURCE_NAME": profile.explicit_name or "",  # "": the class maps no explicit name
-            # the device plugin's: a valid extended resource name, which an implicit one is not
-            "RESOURCE_NAME": profile.explicit_name or f"{profile.driver}/device",
-            # the profile's counts verbatim (the driver matches node names the same way); none else
-            "NODE_DEVICES": json.dumps(profile.device_counts), "DEVICES_PER_NODE": "0",
-            "EXPOSURE": profile.fake_driver_exposure,
-            "DEFECTS": json.dumps(list(profile.fake_driver_defects))}
+    return {
+        "PROFILE": profile.fake_driver_inventory,
+        "IMAGE": image,
+        "DRIVER_NAME": profile.driver,
+        "EXTENDED_RESOURCE_NAME": profile.explicit_name or "",  # "": the class maps no explicit name
+        # the device plugin's: a valid extended resource name, which an implicit one is not
+        "RESOURCE_NAME": profile.explicit_name or f"{profile.driver}/device",
+        # the profile's counts verbatim (the driver matches node names the same way); none else
+        "NODE_DEVICES": json.dumps(profile.device_counts),
+        "DEVICES_PER_NODE": "0",
+        "EXPOSURE": profile.fake_driver_exposure,
+        "DEFECTS": json.dumps(list(profile.fake_driver_defects)),
+    }
 
 
 def deploy_fake_driver(kubectl, profile: Profile, image: str) -> None:
@@ -74,9 +80,13 @@ def wait_published(api: Api, profile: Profile, timeout: float = 180) -> dict[str
         raise RuntimeError(f"no node matches the profile's DRA node selector {profile.dra_node_selector}")
     start = time.monotonic()
     expected = {n: profile.devices_on(n) for n in nodes}
-    wait_for(lambda: {n: published_devices(api, profile)[n] for n in nodes} == expected,
-             timeout=timeout, what=f"{profile.driver} to publish {expected} devices",
-             describe=lambda: str(dict(published_devices(api, profile))), interval=2)
+    wait_for(
+        lambda: {n: published_devices(api, profile)[n] for n in nodes} == expected,
+        timeout=timeout,
+        what=f"{profile.driver} to publish {expected} devices",
+        describe=lambda: str(dict(published_devices(api, profile))),
+        interval=2,
+    )
     print(f"[driver] {profile.driver}: devices {expected} after {time.monotonic() - start:.0f} s", flush=True)
     return expected
 
@@ -98,8 +108,11 @@ def wait_publishing(api: Api, profile: Profile, timeout: float = 180, steady: fl
             return True
         return all(counts.values()) and time.monotonic() - since >= steady
 
-    wait_for(lambda: bool(nodes) and settled(), timeout=timeout, interval=2,
-             what=f"{profile.driver} to publish devices on {nodes or 'the nodes the profile selects'}",
-             describe=lambda: str(last))
+    wait_for(
+        lambda: bool(nodes) and settled(),
+        timeout=timeout,
+        interval=2,
+        what=f"{profile.driver} to publish devices on {nodes or 'the nodes the profile selects'}",
+        describe=lambda: str(last),
+    )
     return last
-

@@ -9,6 +9,7 @@ A release is only evidence once the same state was seen holding the claim: a `no
 matches nothing would otherwise "release" every claim at once. So the state is read while the
 pod still runs (`held_before`), and `check_released` requires the claims in it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,12 +26,19 @@ def held_claims(api: Api, profile: Profile, node: str) -> set[str]:
     """Claim UIDs the driver reports as still prepared on `node`."""
     state = profile.node_state
     assert state is not None, NO_CAPABILITY
-    pods = api.list("v1", "Pod", profile.driver_namespace, label_selector=state.pod_selector,
-                    field_selector=f"spec.nodeName={node}")
+    pods = api.list(
+        "v1", "Pod", profile.driver_namespace, label_selector=state.pod_selector, field_selector=f"spec.nodeName={node}"
+    )
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
     assert running, f"no running driver pod ({state.pod_selector}) on node {node}"
-    return set().union(*(state.claim_uids(api.exec(p["metadata"]["namespace"], p["metadata"]["name"],
-                                                   list(state.command), state.container)) for p in running))
+    return set().union(
+        *(
+            state.claim_uids(
+                api.exec(p["metadata"]["namespace"], p["metadata"]["name"], list(state.command), state.container)
+            )
+            for p in running
+        )
+    )
 
 
 def held_on_nodes(api: Api, profile: Profile, nodes: list[str]) -> dict[str, frozenset[str]]:
@@ -49,6 +57,7 @@ def held_on_nodes(api: Api, profile: Profile, nodes: list[str]) -> dict[str, fro
 @dataclass(frozen=True)
 class Held:
     """The driver's state on `node` read while the claims' pods still ran."""
+
     node: str
     claim_uids: tuple[str, ...]
     seen: frozenset[str] = frozenset()
@@ -80,7 +89,12 @@ def check_released(api: Api, profile: Profile, check: Checks, rid: str, held: He
         assert not held.unreadable and not held.missing(), (
             f"the driver's state on {node} (nodeState of profile {profile.name}) did not list claim(s) "
             f"{held.missing()} as prepared while their pods ran, so their release cannot be seen: "
-            f"{held.unreadable or f'it listed {sorted(held.seen)}'}")
-        wait_for(lambda: not set(claim_uids) & held_claims(api, profile, node), timeout=timeout, interval=3,
-                 what=f"the driver on {node} to unprepare claims {claim_uids}",
-                 describe=lambda: f"still held: {sorted(set(claim_uids) & held_claims(api, profile, node))}")
+            f"{held.unreadable or f'it listed {sorted(held.seen)}'}"
+        )
+        wait_for(
+            lambda: not set(claim_uids) & held_claims(api, profile, node),
+            timeout=timeout,
+            interval=3,
+            what=f"the driver on {node} to unprepare claims {claim_uids}",
+            describe=lambda: f"still held: {sorted(set(claim_uids) & held_claims(api, profile, node))}",
+        )

@@ -6,6 +6,7 @@ The pod runs in a namespace of its own that Pod Security lets run privileged pod
 removed with it; a cluster whose policies refuse such a pod fails the test as a setup error
 naming the refusal, never as the requirement under test.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -17,17 +18,34 @@ from conformance.lib.profile import NodeAccess, Profile
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
-NO_CAPABILITY = ("the profile declares no nodeAccess (a privileged pod on a node in the host's namespaces), "
-                 "so the suite cannot act on a node itself")
+NO_CAPABILITY = (
+    "the profile declares no nodeAccess (a privileged pod on a node in the host's namespaces), "
+    "so the suite cannot act on a node itself"
+)
 
 
 def host_pod(name: str, node: str, access: NodeAccess, pull_policy: str, command: list[str]) -> Obj:
     """A pod on `node` that runs `command` in the host's PID namespace with every privilege."""
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"nodeName": node, "hostPID": True, "restartPolicy": "Never",
-                     "tolerations": [{"operator": "Exists"}],
-                     "containers": [{"name": "host", "image": access.image, "imagePullPolicy": pull_policy,
-                                     "command": command, "securityContext": {"privileged": True}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeName": node,
+            "hostPID": True,
+            "restartPolicy": "Never",
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "host",
+                    "image": access.image,
+                    "imagePullPolicy": pull_policy,
+                    "command": command,
+                    "securityContext": {"privileged": True},
+                }
+            ],
+        },
+    }
 
 
 @contextmanager
@@ -44,9 +62,13 @@ def _on_node(api: Api, profile: Profile, node: str, command: list[str]) -> Itera
 
 
 def _wait_kubelet_started(api: Api, node: str, since: str, timeout: float, after: str) -> None:
-    wait_for(lambda: started_since(api, node, since), timeout=timeout, interval=1,
-             what=f"the kubelet of {node} to report that it started again after {after} (event reason Starting)",
-             describe=lambda: f"last Starting events: {[_stamp(e) for e in _starting(api, node)][-3:]}")
+    wait_for(
+        lambda: started_since(api, node, since),
+        timeout=timeout,
+        interval=1,
+        what=f"the kubelet of {node} to report that it started again after {after} (event reason Starting)",
+        describe=lambda: f"last Starting events: {[_stamp(e) for e in _starting(api, node)][-3:]}",
+    )
 
 
 def restart_kubelet(api: Api, profile: Profile, node: str, timeout: float = 180) -> None:
@@ -60,7 +82,8 @@ def restart_kubelet(api: Api, profile: Profile, node: str, timeout: float = 180)
         output = api.logs(namespace, "host", "host")
         assert done["status"]["phase"] == "Succeeded", (
             f"restarting the kubelet on {node} through nodeAccess failed: {pods.summary(api, namespace, 'host')}; "
-            f"output: {output[-400:]!r}")
+            f"output: {output[-400:]!r}"
+        )
     _wait_kubelet_started(api, node, pod["metadata"]["creationTimestamp"], 60, "the restart command ran")
 
 
@@ -75,21 +98,36 @@ def reboot(api: Api, profile: Profile, node: str, timeout: float = 600) -> None:
     assert access is not None and access.reboot, NO_REBOOT if access else NO_CAPABILITY
     with _on_node(api, profile, node, list(access.reboot)) as (_, pod):
         _wait_kubelet_started(api, node, pod["metadata"]["creationTimestamp"], timeout, "the reboot command ran")
-        wait_for(lambda: pods.condition(api.get("v1", "Node", node) or {}, "Ready").get("status") == "True",
-                 timeout=timeout, interval=2, what=f"node {node} Ready after the reboot")
+        wait_for(
+            lambda: pods.condition(api.get("v1", "Node", node) or {}, "Ready").get("status") == "True",
+            timeout=timeout,
+            interval=2,
+            what=f"node {node} Ready after the reboot",
+        )
 
 
 def _starting(api: Api, node: str) -> list[Obj]:
     """The kubelet's "Starting" events of `node` (one per kubelet start; a repeat updates its time)."""
-    return [e for e in api.list("v1", "Event", "default", field_selector=f"involvedObject.name={node}")
-            if e.get("reason") == "Starting" and (e.get("involvedObject") or {}).get("kind") == "Node"]
+    return [
+        e
+        for e in api.list("v1", "Event", "default", field_selector=f"involvedObject.name={node}")
+        if e.get("reason") == "Starting" and (e.get("involvedObject") or {}).get("kind") == "Node"
+    ]
 
 
 def _stamp(event: Obj) -> str:
     """When the event last happened, in the API server's RFC 3339 seconds (comparable as text)."""
-    return max(filter(None, (event.get("lastTimestamp"), event.get("firstTimestamp"),
-                             (event.get("eventTime") or "")[:19] + "Z" if event.get("eventTime") else None,
-                             event["metadata"].get("creationTimestamp"))))
+    return max(
+        filter(
+            None,
+            (
+                event.get("lastTimestamp"),
+                event.get("firstTimestamp"),
+                (event.get("eventTime") or "")[:19] + "Z" if event.get("eventTime") else None,
+                event["metadata"].get("creationTimestamp"),
+            ),
+        )
+    )
 
 
 def started_since(api: Api, node: str, since: str) -> bool:

@@ -3,6 +3,7 @@
 Each entry is asked with a SelfSubjectAccessReview, so a restricted kubeconfig is refused up
 front with the missing verb and resource named, instead of failing tests halfway with 403s.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,10 +15,10 @@ from kube.api import Api
 @dataclass(frozen=True)
 class Permission:
     verb: str
-    resource: str = ""        # "pods", "deviceclasses", ...; empty for a non-resource URL
+    resource: str = ""  # "pods", "deviceclasses", ...; empty for a non-resource URL
     group: str = ""
     subresource: str = ""
-    path: str = ""            # a non-resource URL such as /metrics
+    path: str = ""  # a non-resource URL such as /metrics
     why: str = ""
 
     def __str__(self) -> str:
@@ -37,12 +38,16 @@ REQUIRED: tuple[Permission, ...] = (
     # exec is a websocket GET since 1.30 (create for the older SPDY POST): both verbs are needed
     *(Permission(v, "pods", subresource="exec", why="the probe runs in test containers") for v in ("create", "get")),
     Permission("get", "pods", subresource="log", why="finished containers are judged by their probe output"),
-    *(Permission(v, "pods", subresource="status", why="status validation (API-7, NEG-6, STATUS-4)")
-      for v in ("update", "patch")),
+    *(
+        Permission(v, "pods", subresource="status", why="status validation (API-7, NEG-6, STATUS-4)")
+        for v in ("update", "patch")
+    ),
     Permission("patch", "pods", subresource="ephemeralcontainers", why="CTR-4"),
     *(Permission(v, "resourceclaims", RESOURCE) for v in ("create", "get", "list", "delete")),
-    *(Permission(v, "deviceclasses", RESOURCE, why="naming tests create their own classes")
-      for v in ("create", "get", "list", "update", "delete")),
+    *(
+        Permission(v, "deviceclasses", RESOURCE, why="naming tests create their own classes")
+        for v in ("create", "get", "list", "update", "delete")
+    ),
     Permission("list", "resourceslices", RESOURCE, why="devices per node, device ids"),
     *(Permission(v, "resourcequotas") for v in ("create", "get", "delete")),
     *(Permission(v, "nodes") for v in ("get", "list")),
@@ -53,12 +58,16 @@ REQUIRED: tuple[Permission, ...] = (
     *(Permission(v, "statefulsets", "apps", why="stored workloads") for v in ("create", "list")),
     *(Permission(v, "jobs", "batch", why="stored workloads") for v in ("create", "get", "list", "delete")),
     Permission("create", "services", why="stored workloads (a StatefulSet's headless Service)"),
-    *(Permission(v, "daemonsets", "apps", why="the driver update test rolls the driver's DaemonSets")
-      for v in ("get", "list", "patch")),
+    *(
+        Permission(v, "daemonsets", "apps", why="the driver update test rolls the driver's DaemonSets")
+        for v in ("get", "list", "patch")
+    ),
     Permission("get", path="/metrics", why="kube-apiserver's feature gates (preflight)"),
-    *(Permission(v, kind, "admissionregistration.k8s.io", why="ALLOC-8 refuses bindings in its own namespace")
-      for kind in ("validatingadmissionpolicies", "validatingadmissionpolicybindings")
-      for v in ("create", "list", "delete")),
+    *(
+        Permission(v, kind, "admissionregistration.k8s.io", why="ALLOC-8 refuses bindings in its own namespace")
+        for kind in ("validatingadmissionpolicies", "validatingadmissionpolicybindings")
+        for v in ("create", "list", "delete")
+    ),
     Permission("create", "bindings", why="ALLOC-8 sees its binding refusal in force before relying on it"),
 )
 # Only for profiles with the nodeModes capability: the migration tests move a node between the
@@ -68,32 +77,50 @@ RELABEL_NODES = Permission("patch", "nodes", why="nodeModes: the migration tests
 
 # Only for profiles whose workload image needs a pull secret: copied into each test namespace and
 # named by its default ServiceAccount.
-PULL_SECRET = (Permission("get", "secrets", why="workloadImagePullSecret: read from its namespace"),
-               Permission("create", "secrets", why="workloadImagePullSecret: copied into each test namespace"),
-               Permission("patch", "serviceaccounts", why="workloadImagePullSecret: named by each test namespace's "
-                                                          "default ServiceAccount"))
+PULL_SECRET = (
+    Permission("get", "secrets", why="workloadImagePullSecret: read from its namespace"),
+    Permission("create", "secrets", why="workloadImagePullSecret: copied into each test namespace"),
+    Permission(
+        "patch", "serviceaccounts", why="workloadImagePullSecret: named by each test namespace's default ServiceAccount"
+    ),
+)
 
 
 # Only when the disruptive tests are asked for (--disruptive): they delete the driver's pod on a
 # node (delete pods, already needed) and drain a node of the suite's pods.
-DISRUPT = (Permission("create", "pods", subresource="eviction", why="--disruptive: a node drained of the suite's pods"),
-           Permission("patch", "nodes", why="--disruptive: a node cordoned and uncordoned"))
+DISRUPT = (
+    Permission("create", "pods", subresource="eviction", why="--disruptive: a node drained of the suite's pods"),
+    Permission("patch", "nodes", why="--disruptive: a node cordoned and uncordoned"),
+)
 
 
 def required(profile: Profile, disruptive: bool = False) -> tuple[Permission, ...]:
     """What the suite needs for this profile's driver (and for the disruptive tests, if asked)."""
-    extra = (((RELABEL_NODES,) if profile.node_modes else ()) + (PULL_SECRET if profile.workload_pull_secret else ())
-             + (DISRUPT if disruptive else ()))
+    extra = (
+        ((RELABEL_NODES,) if profile.node_modes else ())
+        + (PULL_SECRET if profile.workload_pull_secret else ())
+        + (DISRUPT if disruptive else ())
+    )
     seen = {str(p) for p in REQUIRED}
     return REQUIRED + tuple(p for p in extra if not (str(p) in seen or seen.add(str(p))))
 
 
 def _allowed(api: Api, p: Permission) -> bool:
-    attributes = ({"nonResourceAttributes": {"path": p.path, "verb": p.verb}} if p.path else
-                  {"resourceAttributes": {"verb": p.verb, "group": p.group, "resource": p.resource,
-                                          "subresource": p.subresource}})
-    review = api.create({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                         "spec": attributes})
+    attributes = (
+        {"nonResourceAttributes": {"path": p.path, "verb": p.verb}}
+        if p.path
+        else {
+            "resourceAttributes": {
+                "verb": p.verb,
+                "group": p.group,
+                "resource": p.resource,
+                "subresource": p.subresource,
+            }
+        }
+    )
+    review = api.create(
+        {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": attributes}
+    )
     return bool((review.get("status") or {}).get("allowed"))
 
 
@@ -106,11 +133,16 @@ def cluster_role_rules(needed: tuple[Permission, ...]) -> list[dict]:
     by_resource: dict[tuple[str, str], list[str]] = {}
     paths: dict[str, list[str]] = {}
     for p in needed:
-        verbs = paths.setdefault(p.path, []) if p.path else by_resource.setdefault(
-            (p.group, p.resource + (f"/{p.subresource}" if p.subresource else "")), [])
+        verbs = (
+            paths.setdefault(p.path, [])
+            if p.path
+            else by_resource.setdefault((p.group, p.resource + (f"/{p.subresource}" if p.subresource else "")), [])
+        )
         if p.verb not in verbs:
             verbs.append(p.verb)
-    rules = [{"apiGroups": [group], "resources": [resource], "verbs": verbs}
-             for (group, resource), verbs in by_resource.items()]
+    rules = [
+        {"apiGroups": [group], "resources": [resource], "verbs": verbs}
+        for (group, resource), verbs in by_resource.items()
+    ]
     rules += [{"nonResourceURLs": [path], "verbs": verbs} for path, verbs in paths.items()]
     return rules

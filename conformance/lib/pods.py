@@ -1,4 +1,5 @@
 """Building the pods the catalogue tests need from the profile, and waiting on them."""
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,18 @@ from kube.waits import WaitTimeout, holds_for, wait_for
 SLEEP = "trap 'exit 0' TERM; sleep 3600 & wait"
 
 
-def container(name: str, profile: Profile, resources: dict[str, int], command: str = "",
-              restart_always: bool = False) -> Obj:
+def container(
+    name: str, profile: Profile, resources: dict[str, int], command: str = "", restart_always: bool = False
+) -> Obj:
     """A container of the profile's workload image asking for `resources` the usual way (integer
     limits only); by default it runs the profile's probe, then sleeps."""
-    c: Obj = {"name": name, "image": profile.workload_image, "imagePullPolicy": profile.workload_pull_policy,
-              "command": ["sh", "-c", command or f"{profile.probe.shell}; {SLEEP}"],
-              "resources": {"limits": {k: str(v) for k, v in resources.items()}}}
+    c: Obj = {
+        "name": name,
+        "image": profile.workload_image,
+        "imagePullPolicy": profile.workload_pull_policy,
+        "command": ["sh", "-c", command or f"{profile.probe.shell}; {SLEEP}"],
+        "resources": {"limits": {k: str(v) for k, v in resources.items()}},
+    }
     if restart_always:
         c["restartPolicy"] = "Always"
     return c
@@ -39,8 +45,15 @@ def only_on(nodes: list[str]) -> Obj:
     """Node affinity to these nodes by metadata.name (terms are ORed: a field selector takes one
     value per term). The scheduler still decides, unlike spec.nodeName, so allocation and its
     failures happen as for any pod."""
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in nodes]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in nodes
+                ]
+            }
+        }
+    }
 
 
 def pinned(p: Obj, node: str) -> Obj:
@@ -58,8 +71,14 @@ def landing(api: Api, namespace: str, pod_obj: Obj, timeout: float = 120) -> Obj
     def bound() -> Obj | None:
         found = api.get("v1", "Pod", name, namespace)
         return found if found and found["spec"].get("nodeName") else None
-    placed = wait_for(bound, timeout=timeout, interval=1, what=f"pod {name} bound to a node",
-                      describe=lambda: summary(api, namespace, name))
+
+    placed = wait_for(
+        bound,
+        timeout=timeout,
+        interval=1,
+        what=f"pod {name} bound to a node",
+        describe=lambda: summary(api, namespace, name),
+    )
     api.delete("v1", "Pod", name, namespace)
     wait_gone(api, "v1", "Pod", name, namespace)
     return placed
@@ -80,16 +99,23 @@ def summary(api: Api, namespace: str, name: str) -> str:
     if not found:
         return "pod is gone"
     status = found.get("status") or {}
-    return json.dumps({"phase": status.get("phase"), "nodeName": found["spec"].get("nodeName"),
-                       "conditions": status.get("conditions"),
-                       "extendedResourceClaimStatus": status.get("extendedResourceClaimStatus"),
-                       "containerStatuses": status.get("containerStatuses")}, indent=1)
+    return json.dumps(
+        {
+            "phase": status.get("phase"),
+            "nodeName": found["spec"].get("nodeName"),
+            "conditions": status.get("conditions"),
+            "extendedResourceClaimStatus": status.get("extendedResourceClaimStatus"),
+            "containerStatuses": status.get("containerStatuses"),
+        },
+        indent=1,
+    )
 
 
 def wait_running(api: Api, namespace: str, name: str, timeout: float = 120) -> Obj:
     """The pod once Running. A node-side cause found meanwhile (the driver's prepare failing again
     and again, CDI devices the runtime could not inject) ends the wait as a failure of the ID
     that judges it (conformance/lib/node_failures.py), not as this wait's timeout."""
+
     def running() -> Obj | None:
         pod = api.get("v1", "Pod", name, namespace)
         if pod and (pod.get("status") or {}).get("phase") == "Running":
@@ -97,9 +123,11 @@ def wait_running(api: Api, namespace: str, name: str, timeout: float = 120) -> O
         if pod and (cause := node_failures.blame(api, pod)):
             raise cause
         return None
+
     try:
-        return wait_for(running, timeout=timeout, what=f"pod {name} to be Running",
-                        describe=lambda: summary(api, namespace, name))
+        return wait_for(
+            running, timeout=timeout, what=f"pod {name} to be Running", describe=lambda: summary(api, namespace, name)
+        )
     except WaitTimeout:
         pod = api.get("v1", "Pod", name, namespace)
         if pod and (cause := node_failures.blame(api, pod, settled=True)):
@@ -108,17 +136,26 @@ def wait_running(api: Api, namespace: str, name: str, timeout: float = 120) -> O
 
 
 def wait_phase(api: Api, namespace: str, name: str, phases: tuple[str, ...], timeout: float = 120) -> Obj:
-    return wait_for(lambda: (p := api.get("v1", "Pod", name, namespace)) and
-                    (p.get("status") or {}).get("phase") in phases and p,
-                    timeout=timeout, what=f"pod {name} to reach {'/'.join(phases)}",
-                    describe=lambda: summary(api, namespace, name))
+    return wait_for(
+        lambda: (p := api.get("v1", "Pod", name, namespace)) and (p.get("status") or {}).get("phase") in phases and p,
+        timeout=timeout,
+        what=f"pod {name} to reach {'/'.join(phases)}",
+        describe=lambda: summary(api, namespace, name),
+    )
 
 
 def wait_unschedulable(api: Api, namespace: str, name: str, timeout: float = 60) -> Obj:
     """PodScheduled=False with reason Unschedulable (never the message text: it is not stable)."""
-    return wait_for(lambda: (p := api.get("v1", "Pod", name, namespace)) and
-                    condition(p, "PodScheduled").get("reason") == "Unschedulable" and p,
-                    timeout=timeout, what=f"pod {name} to be Unschedulable", describe=lambda: summary(api, namespace, name))
+    return wait_for(
+        lambda: (
+            (p := api.get("v1", "Pod", name, namespace))
+            and condition(p, "PodScheduled").get("reason") == "Unschedulable"
+            and p
+        ),
+        timeout=timeout,
+        what=f"pod {name} to be Unschedulable",
+        describe=lambda: summary(api, namespace, name),
+    )
 
 
 # --- Helpers for the catalogue tests (allocation, naming, claims, containers, quota, workloads) ---
@@ -132,8 +169,14 @@ def device_class(name: str, driver: str, extended_resource_name: str | None = No
     return labelled({"apiVersion": RESOURCE_API, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec})
 
 
-def create_device_class(api: Api, request, driver: str, extended_resource_name: str | None = None,
-                        prefix: str = "cls", name: str | None = None) -> Obj:
+def create_device_class(
+    api: Api,
+    request,
+    driver: str,
+    extended_resource_name: str | None = None,
+    prefix: str = "cls",
+    name: str | None = None,
+) -> Obj:
     """Create a uniquely named DeviceClass; it is deleted when the test ends unless --keep."""
     name = name or f"{prefix}-{_uuid.uuid4().hex[:8]}.kep5004.io"
     created = api.create(device_class(name, driver, extended_resource_name))
@@ -144,9 +187,25 @@ def create_device_class(api: Api, request, driver: str, extended_resource_name: 
 
 def user_claim(name: str, device_class_name: str, count: int = 1, request_name: str = "gpu") -> Obj:
     """An ordinary ResourceClaim asking for `count` devices of a class."""
-    return {"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": name},
-            "spec": {"devices": {"requests": [{"name": request_name, "exactly": {
-                "deviceClassName": device_class_name, "allocationMode": "ExactCount", "count": count}}]}}}
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": request_name,
+                        "exactly": {
+                            "deviceClassName": device_class_name,
+                            "allocationMode": "ExactCount",
+                            "count": count,
+                        },
+                    }
+                ]
+            }
+        },
+    }
 
 
 def dra_capacity(api: Api, driver: str) -> dict[str, int]:
@@ -161,8 +220,11 @@ def dra_capacity(api: Api, driver: str) -> dict[str, int]:
 
 def pool_nodes(api: Api, driver: str) -> dict[str, str]:
     """pool name -> node of the driver's node-local ResourceSlices."""
-    return {s["spec"]["pool"]["name"]: s["spec"]["nodeName"] for s in api.list(RESOURCE_API, "ResourceSlice")
-            if s["spec"]["driver"] == driver and s["spec"].get("nodeName")}
+    return {
+        s["spec"]["pool"]["name"]: s["spec"]["nodeName"]
+        for s in api.list(RESOURCE_API, "ResourceSlice")
+        if s["spec"]["driver"] == driver and s["spec"].get("nodeName")
+    }
 
 
 def owned_claims(api: Api, namespace: str, name: str) -> list[str]:
@@ -171,8 +233,11 @@ def owned_claims(api: Api, namespace: str, name: str) -> list[str]:
     if not found:
         return []
     uid = found["metadata"]["uid"]
-    return [c["metadata"]["name"] for c in api.list(RESOURCE_API, "ResourceClaim", namespace)
-            if any(o.get("uid") == uid and o.get("controller") for o in c["metadata"].get("ownerReferences") or [])]
+    return [
+        c["metadata"]["name"]
+        for c in api.list(RESOURCE_API, "ResourceClaim", namespace)
+        if any(o.get("uid") == uid and o.get("controller") for o in c["metadata"].get("ownerReferences") or [])
+    ]
 
 
 def unscheduled_state(api: Api, namespace: str, name: str) -> str:
@@ -187,49 +252,83 @@ def is_unscheduled(api: Api, namespace: str, name: str, reason: str | None = "Un
         return False
     cond = condition(p, "PodScheduled")
     status = p.get("status") or {}
-    return (status.get("phase") == "Pending" and not p["spec"].get("nodeName")
-            and cond.get("status") == "False" and (reason is None or cond.get("reason") == reason)
-            and not status.get("extendedResourceClaimStatus") and not owned_claims(api, namespace, name))
+    return (
+        status.get("phase") == "Pending"
+        and not p["spec"].get("nodeName")
+        and cond.get("status") == "False"
+        and (reason is None or cond.get("reason") == reason)
+        and not status.get("extendedResourceClaimStatus")
+        and not owned_claims(api, namespace, name)
+    )
 
 
-def check_stays_unscheduled(api: Api, check: Checks, namespace: str, name: str, req_id: str, duration: float = 15,
-                            reason: str | None = "Unschedulable") -> None:
+def check_stays_unscheduled(
+    api: Api,
+    check: Checks,
+    namespace: str,
+    name: str,
+    req_id: str,
+    duration: float = 15,
+    reason: str | None = "Unschedulable",
+) -> None:
     """Check `req_id`: the pod becomes unscheduled (see is_unscheduled) and stays so for `duration` s."""
-    what = (f"pod {name} Pending with PodScheduled=False{f' ({reason})' if reason else ''}, "
-            "no special claim and no extendedResourceClaimStatus")
+    what = (
+        f"pod {name} Pending with PodScheduled=False{f' ({reason})' if reason else ''}, "
+        "no special claim and no extendedResourceClaimStatus"
+    )
+
     def settled() -> bool:  # unscheduled as required, or bound to a node (then holds_for fails at once)
         found = api.get("v1", "Pod", name, namespace)
         return bool(found and found["spec"].get("nodeName")) or is_unscheduled(api, namespace, name, reason)
 
     with check(req_id):
         wait_for(settled, timeout=90, what=what, describe=lambda: unscheduled_state(api, namespace, name))
-        holds_for(lambda: is_unscheduled(api, namespace, name, reason), duration=duration, what=what,
-                  describe=lambda: unscheduled_state(api, namespace, name))
+        holds_for(
+            lambda: is_unscheduled(api, namespace, name, reason),
+            duration=duration,
+            what=what,
+            describe=lambda: unscheduled_state(api, namespace, name),
+        )
 
 
 def wait_event(api: Api, namespace: str, name: str, reason: str, timeout: float = 60) -> Obj:
     """An event with `reason` about the object (its message is not looked at: it is not stable)."""
+
     def events() -> list[Obj]:
         return api.list("v1", "Event", namespace, field_selector=f"involvedObject.name={name}")
-    return wait_for(lambda: next((e for e in events() if e.get("reason") == reason), None), timeout=timeout,
-                    what=f"a {reason} event for {name}", describe=lambda: str([(e.get("reason"), e.get("type")) for e in events()]))
+
+    return wait_for(
+        lambda: next((e for e in events() if e.get("reason") == reason), None),
+        timeout=timeout,
+        what=f"a {reason} event for {name}",
+        describe=lambda: str([(e.get("reason"), e.get("type")) for e in events()]),
+    )
 
 
 def wait_gone(api: Api, api_version: str, kind: str, name: str, namespace: str | None, timeout: float = 180) -> None:
     """Wait until the object no longer exists (NotFound)."""
-    wait_for(lambda: api.get(api_version, kind, name, namespace) is None, timeout=timeout, interval=2,
-             what=f"{kind} {namespace + '/' if namespace else ''}{name} to be deleted",
-             describe=lambda: json.dumps({k: v for k, v in ((api.get(api_version, kind, name, namespace) or {})
-                                                            .get("metadata") or {}).items()
-                                          if k in ("deletionTimestamp", "finalizers", "ownerReferences")}))
+    wait_for(
+        lambda: api.get(api_version, kind, name, namespace) is None,
+        timeout=timeout,
+        interval=2,
+        what=f"{kind} {namespace + '/' if namespace else ''}{name} to be deleted",
+        describe=lambda: json.dumps(
+            {
+                k: v
+                for k, v in ((api.get(api_version, kind, name, namespace) or {}).get("metadata") or {}).items()
+                if k in ("deletionTimestamp", "finalizers", "ownerReferences")
+            }
+        ),
+    )
 
 
 def wait_elapsed(seconds: float) -> None:
     """Let at least `seconds` of wall-clock time pass, through the suite's deadline wait (used where
     a later creationTimestamp is needed; timestamps have one-second granularity)."""
     start = time.monotonic()
-    wait_for(lambda: time.monotonic() - start >= seconds, timeout=seconds + 5, interval=0.1,
-             what=f"{seconds} s to pass")
+    wait_for(
+        lambda: time.monotonic() - start >= seconds, timeout=seconds + 5, interval=0.1, what=f"{seconds} s to pass"
+    )
 
 
 def claim_devices(api: Api, namespace: str, claim_name: str) -> list[tuple[str, str]]:
@@ -239,11 +338,24 @@ def claim_devices(api: Api, namespace: str, claim_name: str) -> list[tuple[str, 
 
 def observed(problems: str, p: Obj | None, claim: Obj | None = None) -> str:
     """Problems followed by the pod status and the claim, for assertion messages."""
-    shown = {"pod": p and {"name": p["metadata"]["name"], "uid": p["metadata"].get("uid"),
-                           "nodeName": p["spec"].get("nodeName"), "status": {
-                               k: (p.get("status") or {}).get(k) for k in
-                               ("phase", "conditions", "extendedResourceClaimStatus", "resourceClaimStatuses")}},
-             "claim": claim and {"metadata": {k: claim["metadata"].get(k) for k in
-                                              ("name", "uid", "annotations", "ownerReferences", "finalizers")},
-                                 "spec": claim.get("spec"), "status": claim.get("status")}}
+    shown = {
+        "pod": p
+        and {
+            "name": p["metadata"]["name"],
+            "uid": p["metadata"].get("uid"),
+            "nodeName": p["spec"].get("nodeName"),
+            "status": {
+                k: (p.get("status") or {}).get(k)
+                for k in ("phase", "conditions", "extendedResourceClaimStatus", "resourceClaimStatuses")
+            },
+        },
+        "claim": claim
+        and {
+            "metadata": {
+                k: claim["metadata"].get(k) for k in ("name", "uid", "annotations", "ownerReferences", "finalizers")
+            },
+            "spec": claim.get("spec"),
+            "status": claim.get("status"),
+        },
+    }
     return f"{problems}\nobserved:\n{json.dumps(shown, indent=1, default=str)}"

@@ -14,6 +14,7 @@ of the profile's class with allocationMode All, for a pod held on each DRA node,
 every device the class selects there; the allocation is compared with the devices the driver
 publishes on that node, then the canary is removed (and its devices freed) before any test.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,25 +56,41 @@ def _metric_gate(api: Api, name: str, expected: bool, node: str | None = None) -
         return Item(name, NOT_TESTED, f"metrics unreadable: {str(err).splitlines()[0][:200]}")
     if state is None:
         return Item(name, NOT_TESTED, f"no kubernetes_feature_enabled metric for {DRAExtendedResource}")
-    return Item(name, PASSED if state == expected else FAILED,
-                f"{DRAExtendedResource} is {_said(state)}, the suite needs it {_said(expected)}")
+    return Item(
+        name,
+        PASSED if state == expected else FAILED,
+        f"{DRAExtendedResource} is {_said(state)}, the suite needs it {_said(expected)}",
+    )
 
 
 def _flag_gate(api: Api, component: str, expected: bool, default: bool) -> list[Item]:
     """From each of the component's pods: its --feature-gates flag, else the version's default."""
     pods = api.list("v1", "Pod", namespace="kube-system", label_selector=f"component={component}")
     if not pods:
-        return [Item(f"gate {component}", NOT_TESTED, "no kube-system pod labelled component="
-                     f"{component} (managed control plane?): its gate cannot be seen")]
+        return [
+            Item(
+                f"gate {component}",
+                NOT_TESTED,
+                f"no kube-system pod labelled component={component} (managed control plane?): its gate cannot be seen",
+            )
+        ]
     items = []
     for pod in pods:
-        command = [*(pod["spec"]["containers"][0].get("command") or []), *(pod["spec"]["containers"][0].get("args") or [])]
+        command = [
+            *(pod["spec"]["containers"][0].get("command") or []),
+            *(pod["spec"]["containers"][0].get("args") or []),
+        ]
         flags = [arg.split("=", 1)[1] for arg in command if arg.startswith("--feature-gates=")]
         gates = parse_gates(",".join(flags)) if flags else {}
         state = gates.get(DRAExtendedResource, default)
         source = "--feature-gates" if DRAExtendedResource in gates else "the version's default"
-        items.append(Item(f"gate {component} ({pod['spec'].get('nodeName')})", PASSED if state == expected else FAILED,
-                          f"{DRAExtendedResource} is {_said(state)} ({source}), the suite needs it {_said(expected)}"))
+        items.append(
+            Item(
+                f"gate {component} ({pod['spec'].get('nodeName')})",
+                PASSED if state == expected else FAILED,
+                f"{DRAExtendedResource} is {_said(state)} ({source}), the suite needs it {_said(expected)}",
+            )
+        )
     return items
 
 
@@ -83,8 +100,10 @@ def gate_items(api: Api, minor: tuple[int, int], expected: bool) -> list[Item]:
     items = [_metric_gate(api, "gate kube-apiserver", expected)]
     for component in SCHEDULING_COMPONENTS:
         items += _flag_gate(api, component, expected, default)
-    items += [_metric_gate(api, f"gate kubelet ({node['metadata']['name']})", expected, node["metadata"]["name"])
-              for node in api.list("v1", "Node")]
+    items += [
+        _metric_gate(api, f"gate kubelet ({node['metadata']['name']})", expected, node["metadata"]["name"])
+        for node in api.list("v1", "Node")
+    ]
     return items
 
 
@@ -96,8 +115,13 @@ def deviceclass_item(api: Api, profile: Profile) -> Item:
     got = (cls.get("spec") or {}).get("extendedResourceName")
     if got != profile.explicit_name:
         return Item(name, FAILED, f"extendedResourceName is {got!r}, the profile says {profile.explicit_name!r}")
-    return Item(name, PASSED, f"extendedResourceName {got}" if got else
-                f"no extendedResourceName, as the profile says: pods ask for {profile.implicit_resource_name}")
+    return Item(
+        name,
+        PASSED,
+        f"extendedResourceName {got}"
+        if got
+        else f"no extendedResourceName, as the profile says: pods ask for {profile.implicit_resource_name}",
+    )
 
 
 def slice_items(api: Api, profile: Profile) -> list[Item]:
@@ -105,9 +129,14 @@ def slice_items(api: Api, profile: Profile) -> list[Item]:
     if not nodes:
         return [Item("devices", FAILED, f"no node matches the profile's DRA node selector {profile.dra_node_selector}")]
     published = published_devices(api, profile)
-    return [Item(f"devices ({node})", PASSED if published[node] == profile.devices_on(node) else FAILED,
-                 f"{profile.driver} publishes {published[node]} devices, the profile says {profile.devices_on(node)}")
-            for node in nodes]
+    return [
+        Item(
+            f"devices ({node})",
+            PASSED if published[node] == profile.devices_on(node) else FAILED,
+            f"{profile.driver} publishes {published[node]} devices, the profile says {profile.devices_on(node)}",
+        )
+        for node in nodes
+    ]
 
 
 def pool_item(api: Api, profile: Profile) -> Item:
@@ -127,15 +156,21 @@ def pool_item(api: Api, profile: Profile) -> Item:
             problems.append(f"pool {name} spans nodes {named}")
         if unknown := [n for n in named if n not in nodes]:
             problems.append(f"pool {name} names node(s) {unknown} that do not exist")
-        twice = sorted(d for d, n in Counter(d["name"] for s in current for d in s["spec"].get("devices") or []).items()
-                       if n > 1)
+        twice = sorted(
+            d for d, n in Counter(d["name"] for s in current for d in s["spec"].get("devices") or []).items() if n > 1
+        )
         if twice:
             problems.append(f"pool {name} publishes device(s) {twice} more than once")
         expected = {s["spec"]["pool"].get("resourceSliceCount", 1) for s in current}
         if expected != {len(current)}:
-            problems.append(f"pool {name} has {len(current)} slice(s) of generation {newest}, they say {sorted(expected)}")
-    return Item("pools", FAILED if problems else PASSED,
-                "; ".join(problems) or f"{len(pools)} pool(s) of {profile.driver}, each on one node, device names unique")
+            problems.append(
+                f"pool {name} has {len(current)} slice(s) of generation {newest}, they say {sorted(expected)}"
+            )
+    return Item(
+        "pools",
+        FAILED if problems else PASSED,
+        "; ".join(problems) or f"{len(pools)} pool(s) of {profile.driver}, each on one node, device names unique",
+    )
 
 
 def selector_items(api: Api, profile: Profile, timeout: float = 90) -> list[Item]:
@@ -149,16 +184,34 @@ def selector_items(api: Api, profile: Profile, timeout: float = 90) -> list[Item
     try:
         for node in nodes:
             # A claim holds at most CLAIM_LIMIT devices: on a node with more, that many must be selectable.
-            mode = ({"allocationMode": "All"} if profile.devices_on(node) <= CLAIM_LIMIT
-                    else {"allocationMode": "ExactCount", "count": CLAIM_LIMIT})
-            claim = {"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": f"canary-{node}"[:63]},
-                     "spec": {"devices": {"requests": [{"name": "all", "exactly": {
-                         "deviceClassName": profile.device_class, **mode}}]}}}
+            mode = (
+                {"allocationMode": "All"}
+                if profile.devices_on(node) <= CLAIM_LIMIT
+                else {"allocationMode": "ExactCount", "count": CLAIM_LIMIT}
+            )
+            claim = {
+                "apiVersion": RESOURCE_API,
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"canary-{node}"[:63]},
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "all", "exactly": {"deviceClassName": profile.device_class, **mode}}]
+                    }
+                },
+            }
             api.create(claim, namespace)
-            canary = pods.pod(f"canary-{node}"[:63], [{"name": "hold", "image": profile.workload_image,
-                                                       "imagePullPolicy": profile.workload_pull_policy,
-                                                       "command": ["sleep", "3600"],
-                                                       "resources": {"claims": [{"name": "all"}]}}])
+            canary = pods.pod(
+                f"canary-{node}"[:63],
+                [
+                    {
+                        "name": "hold",
+                        "image": profile.workload_image,
+                        "imagePullPolicy": profile.workload_pull_policy,
+                        "command": ["sleep", "3600"],
+                        "resources": {"claims": [{"name": "all"}]},
+                    }
+                ],
+            )
             canary["spec"]["resourceClaims"] = [{"name": "all", "resourceClaimName": claim["metadata"]["name"]}]
             canary["spec"]["affinity"] = pods.only_on([node])
             api.create(canary, namespace)
@@ -168,8 +221,12 @@ def selector_items(api: Api, profile: Profile, timeout: float = 90) -> list[Item
     finally:
         api.delete("v1", "Namespace", namespace)
         # The canaries hold every device of their nodes until their claims are gone.
-        wait_for(lambda: not api.list(RESOURCE_API, "ResourceClaim", namespace), timeout=180, interval=1,
-                 what=f"the preflight canaries in {namespace} to release their devices")
+        wait_for(
+            lambda: not api.list(RESOURCE_API, "ResourceClaim", namespace),
+            timeout=180,
+            interval=1,
+            what=f"the preflight canaries in {namespace} to release their devices",
+        )
 
 
 def _selected_on(api: Api, profile: Profile, namespace: str, node: str, timeout: float) -> Item:
@@ -177,24 +234,42 @@ def _selected_on(api: Api, profile: Profile, namespace: str, node: str, timeout:
     wanted = min(published, CLAIM_LIMIT)
     claim_name = f"canary-{node}"[:63]
     try:
-        claim = wait_for(lambda: (c := api.get(RESOURCE_API, "ResourceClaim", claim_name, namespace))
-                         and (c.get("status") or {}).get("allocation") and c, timeout=timeout, interval=1,
-                         what=f"a canary claim of class {profile.device_class} on {node} to be allocated")
+        claim = wait_for(
+            lambda: (
+                (c := api.get(RESOURCE_API, "ResourceClaim", claim_name, namespace))
+                and (c.get("status") or {}).get("allocation")
+                and c
+            ),
+            timeout=timeout,
+            interval=1,
+            what=f"a canary claim of class {profile.device_class} on {node} to be allocated",
+        )
     except WaitTimeout:
         scheduled = pods.condition(pods.get(api, namespace, claim_name), "PodScheduled")
-        return Item(name, FAILED, f"the scheduler allocates no device of class {profile.device_class} on {node}: its "
-                                  f"selectors select none of the {published} devices {profile.driver} publishes there "
-                                  f"(canary pod: {scheduled.get('reason')}: {scheduled.get('message', '')[:300]})")
+        return Item(
+            name,
+            FAILED,
+            f"the scheduler allocates no device of class {profile.device_class} on {node}: its "
+            f"selectors select none of the {published} devices {profile.driver} publishes there "
+            f"(canary pod: {scheduled.get('reason')}: {scheduled.get('message', '')[:300]})",
+        )
     got = [r for r in allocation_results(claim) if r.get("driver") == profile.driver]
     limit = f" (a claim holds at most {CLAIM_LIMIT})" if published > CLAIM_LIMIT else ""
-    return Item(name, PASSED if len(got) == wanted else FAILED,
-                f"class {profile.device_class} selects {len(got)} of the {published} devices {profile.driver} "
-                f"publishes on {node}{limit}")
+    return Item(
+        name,
+        PASSED if len(got) == wanted else FAILED,
+        f"class {profile.device_class} selects {len(got)} of the {published} devices {profile.driver} "
+        f"publishes on {node}{limit}",
+    )
 
 
 def run(api: Api, profile: Profile, minor: tuple[int, int], gate_expected: bool) -> list[Item]:
-    items = [*gate_items(api, minor, gate_expected), deviceclass_item(api, profile), *slice_items(api, profile),
-             pool_item(api, profile)]
+    items = [
+        *gate_items(api, minor, gate_expected),
+        deviceclass_item(api, profile),
+        *slice_items(api, profile),
+        pool_item(api, profile),
+    ]
     # The canaries need the devices published as the profile says: otherwise those items name the cause.
     return items + (selector_items(api, profile) if not failed(items) else [])
 
@@ -213,4 +288,3 @@ def save(items: list[Item], path: Path) -> None:
 
 def load(path: Path) -> list[Item]:
     return [Item(**i) for i in json.loads(path.read_text())] if path.exists() else []
-

@@ -3,6 +3,7 @@
 The fake driver is just the default profile. A vendor describes its own driver in the same
 format (see docs/profiles.md) and the suite runs unchanged against it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,8 +28,10 @@ SCHEMA = PROFILES_DIR / "profile.schema.json"
 
 # Why a check that needs to know which devices a container got is not tested with a probe that
 # names requests.
-NAMES_REQUESTS = ("the profile's probe names requests, not devices (probe.identifies: request): "
-                  "which devices a container got cannot be seen")
+NAMES_REQUESTS = (
+    "the profile's probe names requests, not devices (probe.identifies: request): "
+    "which devices a container got cannot be seen"
+)
 
 
 class ProfileError(ValueError):
@@ -40,6 +43,7 @@ class Channel:
     """A further way the driver tells a container its devices (e.g. environment variables beside
     device files): one match of `pattern` per device. Its ids are the probe's own, or, where
     `own_ids`, each device's name (`attribute` None) or that attribute's value."""
+
     name: str
     pattern: re.Pattern[str]
     own_ids: bool = False
@@ -85,8 +89,11 @@ class Probe:
 
     def saw_nothing(self, output: str) -> bool:
         """The probe ran and showed no device through any channel."""
-        return (not self.device_ids(output) and not any(self.channel_ids(output).values())
-                and bool(self.nothing.search(output)))
+        return (
+            not self.device_ids(output)
+            and not any(self.channel_ids(output).values())
+            and bool(self.nothing.search(output))
+        )
 
     def channel_ids(self, output: str) -> dict[str, list[str]]:
         return {c.name: sorted(m.group("id") for m in c.pattern.finditer(output)) for c in self.channels}
@@ -96,6 +103,7 @@ class Probe:
 class NodeState:
     """Capability: a command run in the driver's pod on a node that lists the claims the driver
     still holds prepared there (one match of `pattern`, with a group `uid`, per claim)."""
+
     command: tuple[str, ...]
     pattern: re.Pattern[str]
     pod_selector: str  # label selector of the driver pods to run it in (one per node)
@@ -110,9 +118,22 @@ class NodeAccess:
     """Capability: the suite may run a privileged pod in the host's PID namespace on a node, to
     restart its kubelet (`restart_kubelet`, run there) and, where the profile gives a command
     (`reboot`), to restart the machine."""
+
     image: str
-    restart_kubelet: tuple[str, ...] = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--",
-                                        "systemctl", "restart", "kubelet")
+    restart_kubelet: tuple[str, ...] = (
+        "nsenter",
+        "-t",
+        "1",
+        "-m",
+        "-u",
+        "-i",
+        "-n",
+        "-p",
+        "--",
+        "systemctl",
+        "restart",
+        "kubelet",
+    )
     reboot: tuple[str, ...] = ()
 
 
@@ -120,6 +141,7 @@ class NodeAccess:
 class NodeModeLabel:
     """Capability: the driver's two plugins follow one node label, so a test can move a node between
     the device plugin and DRA. Modes are "dra", "device-plugin" and "both"."""
+
     label: str
     values: dict[str, str]  # mode -> label value
     plugin_pods: dict[str, str]  # "dra" / "device-plugin" -> label selector of that plugin's pods
@@ -146,7 +168,7 @@ class Profile:
     probe: Probe
     source: Path
     driver_namespace: str | None = None  # where the driver's pods run, for their logs
-    driver_selector: str | None = None   # label selector of those pods
+    driver_selector: str | None = None  # label selector of those pods
     fake_driver_inventory: str = "generic"  # deploy: fake-driver only
     fake_driver_defects: tuple[str, ...] = ()  # deploy: fake-driver only; self-check (fake_driver.defects)
     node_state: NodeState | None = None  # capability: see NodeState
@@ -203,7 +225,9 @@ def schema_problems(raw: object) -> list[str]:
     """What fixtures/profiles/profile.schema.json says is wrong, as `path: message` lines."""
     validator = Draft202012Validator(json.loads(SCHEMA.read_text()))
     errors = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{'.'.join(str(p) for p in e.absolute_path) or '(top level)'}: {e.message}{_alternatives(e)}" for e in errors]
+    return [
+        f"{'.'.join(str(p) for p in e.absolute_path) or '(top level)'}: {e.message}{_alternatives(e)}" for e in errors
+    ]
 
 
 def _alternatives(error: ValidationError) -> str:
@@ -222,11 +246,15 @@ def _semantic_problems(raw: dict, path: Path) -> list[str]:
     if isinstance(name, str) and (why := extended_resource_name_problem(name)):
         problems.append(f"extendedResourceName: {name!r} is not a valid extended resource name: {why}")
     channels = _at(raw, "probe", "channels")
-    patterns = {"probe.pattern": (_at(raw, "probe", "pattern"), "id"),
-                **{f"probe.channels.{n}": (t.get("pattern") if isinstance(t, dict) else t, "id")
-                   for n, t in (channels if isinstance(channels, dict) else {}).items()},
-                "nodeState.pattern": (_at(raw, "nodeState", "pattern"), "uid"),
-                "probe.nothing": (_at(raw, "probe", "nothing"), None)}
+    patterns = {
+        "probe.pattern": (_at(raw, "probe", "pattern"), "id"),
+        **{
+            f"probe.channels.{n}": (t.get("pattern") if isinstance(t, dict) else t, "id")
+            for n, t in (channels if isinstance(channels, dict) else {}).items()
+        },
+        "nodeState.pattern": (_at(raw, "nodeState", "pattern"), "uid"),
+        "probe.nothing": (_at(raw, "probe", "nothing"), None),
+    }
     patterns = {where: (text, group) for where, (text, group) in patterns.items() if isinstance(text, str)}
     for where, (text, group) in patterns.items():
         try:
@@ -248,8 +276,10 @@ def _semantic_problems(raw: dict, path: Path) -> list[str]:
             problems.append(f"probe.requestId.replace: not a valid regular expression: {err}")
     workloads = _workloads_dir(raw.get("workloads"), path) if isinstance(raw.get("workloads"), str | None) else None
     if workloads and not workloads.is_dir():
-        problems.append(f"workloads: {raw['workloads']!r} is neither a directory under {WORKLOADS_DIR} nor one "
-                        f"next to the profile ({workloads})")
+        problems.append(
+            f"workloads: {raw['workloads']!r} is neither a directory under {WORKLOADS_DIR} nor one "
+            f"next to the profile ({workloads})"
+        )
     if "nodeModes" in raw and "driverPods" not in raw:
         problems.append("nodeModes: needs driverPods.namespace, where its plugin pods run")
     values = _at(raw, "nodeModes", "values")
@@ -270,23 +300,38 @@ def _parse(raw: dict, path: Path) -> Profile:
     probe, selectors = raw["probe"], raw["nodeSelector"]
     state, modes = raw.get("nodeState"), raw.get("nodeModes")
     return Profile(
-        name=raw["name"], driver=raw["driver"], device_class=raw["deviceClass"],
-        explicit_name=raw.get("extendedResourceName"), device_counts=_device_counts(raw["devicesPerNode"]),
+        name=raw["name"],
+        driver=raw["driver"],
+        device_class=raw["deviceClass"],
+        explicit_name=raw.get("extendedResourceName"),
+        device_counts=_device_counts(raw["devicesPerNode"]),
         dra_node_selector=dict(selectors["dra"]),
         device_plugin_node_selector=dict(selectors.get("devicePlugin", {})),
-        deploy=raw.get("deploy", "preinstalled"), workload_image=raw["workloadImage"],
+        deploy=raw.get("deploy", "preinstalled"),
+        workload_image=raw["workloadImage"],
         probe=_probe(probe),
         source=path,
         driver_namespace=raw.get("driverPods", {}).get("namespace"),
         driver_selector=raw.get("driverPods", {}).get("selector"),
         fake_driver_inventory=raw.get("fakeDriver", {}).get("inventory", "generic"),
         fake_driver_defects=tuple(raw.get("fakeDriver", {}).get("defects", ())),
-        node_state=state and NodeState(tuple(state["command"]), re.compile(state["pattern"], re.MULTILINE),
-                                       state["podSelector"], state.get("container")),
-        node_modes=modes and NodeModeLabel(modes["label"], {"dra": modes["values"]["dra"],
-                                                        "device-plugin": modes["values"]["devicePlugin"],
-                                                        "both": modes["values"]["both"]},
-                                       {"dra": modes["draPluginPods"], "device-plugin": modes["devicePluginPods"]}),
+        node_state=state
+        and NodeState(
+            tuple(state["command"]),
+            re.compile(state["pattern"], re.MULTILINE),
+            state["podSelector"],
+            state.get("container"),
+        ),
+        node_modes=modes
+        and NodeModeLabel(
+            modes["label"],
+            {
+                "dra": modes["values"]["dra"],
+                "device-plugin": modes["values"]["devicePlugin"],
+                "both": modes["values"]["both"],
+            },
+            {"dra": modes["draPluginPods"], "device-plugin": modes["devicePluginPods"]},
+        ),
         fake_driver_exposure=raw.get("fakeDriver", {}).get("exposure", "files"),
         workloads=_workloads_dir(raw.get("workloads"), path),
         product=dict(raw.get("product") or {}),
@@ -298,12 +343,17 @@ def _parse(raw: dict, path: Path) -> Profile:
 
 def _probe(raw: dict) -> Probe:
     request_id = raw.get("requestId") or {}
-    return Probe(tuple(raw["command"]), re.compile(raw["pattern"], re.MULTILINE), raw.get("deviceIdAttribute"),
-                 re.compile(raw["nothing"], re.MULTILINE),
-                 tuple(_channel(n, t) for n, t in (raw.get("channels") or {}).items()),
-                 identifies=raw.get("identifies", "device"), request_template=request_id.get("template", ""),
-                 request_replace=re.compile(request_id["replace"]) if "replace" in request_id else None,
-                 request_with=request_id.get("with", ""))
+    return Probe(
+        tuple(raw["command"]),
+        re.compile(raw["pattern"], re.MULTILINE),
+        raw.get("deviceIdAttribute"),
+        re.compile(raw["nothing"], re.MULTILINE),
+        tuple(_channel(n, t) for n, t in (raw.get("channels") or {}).items()),
+        identifies=raw.get("identifies", "device"),
+        request_template=request_id.get("template", ""),
+        request_replace=re.compile(request_id["replace"]) if "replace" in request_id else None,
+        request_with=request_id.get("with", ""),
+    )
 
 
 def _channel(name: str, raw: str | dict) -> Channel:
@@ -317,7 +367,9 @@ def _node_access(raw: dict | None, workload_image: str) -> NodeAccess | None:
     if raw is None:
         return None
     access = NodeAccess(raw.get("image", workload_image), reboot=tuple(raw.get("reboot") or ()))
-    return dataclasses.replace(access, restart_kubelet=tuple(raw["restartKubelet"])) if "restartKubelet" in raw else access
+    return (
+        dataclasses.replace(access, restart_kubelet=tuple(raw["restartKubelet"])) if "restartKubelet" in raw else access
+    )
 
 
 def _device_counts(value: int | dict[str, int]) -> dict[str, int]:

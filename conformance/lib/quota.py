@@ -6,6 +6,7 @@ Quota keys:
   requests.<explicit name>                           pod requests + claim devices not counted via the pod (QUOTA-3, 1.35+)
   requests.deviceclass.resource.kubernetes.io/<cls>  devices of the class via claims and names (QUOTA-4, 1.35+)
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,12 @@ def implicit_key(cls: str) -> str:
 
 
 def quota(name: str, keys: list[str], limit: int = 20) -> dict:
-    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name},
-            "spec": {"hard": {k: str(limit) for k in keys}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name},
+        "spec": {"hard": {k: str(limit) for k in keys}},
+    }
 
 
 def used(api, namespace: str, name: str) -> dict[str, int]:
@@ -40,12 +45,19 @@ def used(api, namespace: str, name: str) -> dict[str, int]:
 def settle(api, namespace: str, name: str, expected: dict[str, int], timeout: float = 90) -> dict[str, int]:
     """Wait until status.used shows the expected values (admission and the quota controller
     update it asynchronously); return what it shows in the end, matching or not."""
+
     def matches() -> bool:
         now = used(api, namespace, name)
         return all(now.get(k, 0) == v for k, v in expected.items())
+
     try:
-        wait_for(matches, timeout=timeout, interval=2, what=f"quota {name} used {expected}",
-                 describe=lambda: json.dumps(used(api, namespace, name)))
+        wait_for(
+            matches,
+            timeout=timeout,
+            interval=2,
+            what=f"quota {name} used {expected}",
+            describe=lambda: json.dumps(used(api, namespace, name)),
+        )
     except WaitTimeout:
         pass  # each key is checked below with its own requirement
     return used(api, namespace, name)
@@ -53,5 +65,8 @@ def settle(api, namespace: str, name: str, expected: dict[str, int], timeout: fl
 
 def initialised(api: Api, namespace: str, name: str) -> None:
     """Wait until the quota controller has taken the quota on (status.hard set)."""
-    wait_for(lambda: ((api.get("v1", "ResourceQuota", name, namespace) or {}).get("status") or {}).get("hard"),
-             timeout=60, what=f"the quota controller to initialise quota {name}")
+    wait_for(
+        lambda: ((api.get("v1", "ResourceQuota", name, namespace) or {}).get("status") or {}).get("hard"),
+        timeout=60,
+        what=f"the quota controller to initialise quota {name}",
+    )

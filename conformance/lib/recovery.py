@@ -5,6 +5,7 @@ special claim and sees exactly them; no device is allocated to two claims; no sp
 left without its pod; the driver holds prepared exactly the claims of the pods on its node
 (where the profile exposes that state).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -21,30 +22,46 @@ from kube.waits import wait_for
 GC_TIMEOUT = 180
 
 
-def converged(target, check: Checks, rid: str, namespace: str, names: list[str], after: str,
-              held_at_start: Mapping[str, frozenset[str]], timeout: float = 300) -> list[Served]:
+def converged(
+    target,
+    check: Checks,
+    rid: str,
+    namespace: str,
+    names: list[str],
+    after: str,
+    held_at_start: Mapping[str, frozenset[str]],
+    timeout: float = 300,
+) -> list[Served]:
     """Check `rid`: after `after` (e.g. 'the scheduler was killed'), the named pods and the
     cluster's claims and driver state are as if nothing had happened; the pods as served.
     held_at_start: the claims the driver held on each node before the test (the `held_at_start`
     fixture), left out of its state: earlier tests' or workloads' leftovers are not this test's."""
     api = target.api
     with check(rid, stop=True):
-        wait_for(lambda: not not_running(api, namespace, names), timeout=timeout, interval=2,
-                 transient=TRANSIENT_ERRORS, what=f"pods {names} Running after {after}",
-                 describe=lambda: not_running_described(api, namespace, names))
+        wait_for(
+            lambda: not not_running(api, namespace, names),
+            timeout=timeout,
+            interval=2,
+            transient=TRANSIENT_ERRORS,
+            what=f"pods {names} Running after {after}",
+            describe=lambda: not_running_described(api, namespace, names),
+        )
     served = [scenario.verify_served(target, check, pods.get(api, namespace, n), as_id=rid) for n in names]
     with check(rid):
-        several = {s.pod["metadata"]["name"]: owned for s in served
-                   if len(owned := special_claims_of(api, s.pod)) != 1}
+        several = {s.pod["metadata"]["name"]: owned for s in served if len(owned := special_claims_of(api, s.pod)) != 1}
         assert not several, f"after {after}, pods owning other than one special claim: {several}"
     with check(rid):
         shared = devices_in_two_claims(api)
         assert not shared, f"after {after}, devices allocated to more than one claim: {shared}"
     with check(rid):
-        wait_for(lambda: not orphaned_special_claims(api, namespace), timeout=GC_TIMEOUT, interval=3,
-                 what=f"no special claim in {namespace} without its pod after {after}",
-                 describe=lambda: f"claims whose pod is gone: {orphaned_special_claims(api, namespace)}",
-                 transient=TRANSIENT_ERRORS)
+        wait_for(
+            lambda: not orphaned_special_claims(api, namespace),
+            timeout=GC_TIMEOUT,
+            interval=3,
+            what=f"no special claim in {namespace} without its pod after {after}",
+            describe=lambda: f"claims whose pod is gone: {orphaned_special_claims(api, namespace)}",
+            transient=TRANSIENT_ERRORS,
+        )
     check_driver_holds_its_pods_claims(target, check, rid, served, after, held_at_start)
     return served
 
@@ -68,15 +85,24 @@ def wait_restarted(target, check: Checks, rid: str, snaps: list[Snapshot], after
     def pending() -> list[str]:
         waiting = []
         for snap in snaps:
-            statuses = (api.get("v1", "Pod", snap.name, snap.namespace).get("status") or {}).get("containerStatuses") or []
-            if not statuses or any(s.get("restartCount", 0) <= snap.restarts.get(s["name"], 0) or not s.get("ready")
-                                   for s in statuses):
+            statuses = (api.get("v1", "Pod", snap.name, snap.namespace).get("status") or {}).get(
+                "containerStatuses"
+            ) or []
+            if not statuses or any(
+                s.get("restartCount", 0) <= snap.restarts.get(s["name"], 0) or not s.get("ready") for s in statuses
+            ):
                 waiting.append(snap.name)
         return waiting
+
     with check(rid, stop=True):
-        wait_for(lambda: not pending(), timeout=timeout, interval=2, transient=TRANSIENT_ERRORS,
-                 what=f"the containers of {[s.name for s in snaps]} to run again after {after}",
-                 describe=lambda: "; ".join(pods.summary(api, s.namespace, s.name) for s in snaps if s.name in pending()))
+        wait_for(
+            lambda: not pending(),
+            timeout=timeout,
+            interval=2,
+            transient=TRANSIENT_ERRORS,
+            what=f"the containers of {[s.name for s in snaps]} to run again after {after}",
+            describe=lambda: "; ".join(pods.summary(api, s.namespace, s.name) for s in snaps if s.name in pending()),
+        )
 
 
 def devices_in_two_claims(api: Api) -> dict[str, list[str]]:
@@ -84,15 +110,20 @@ def devices_in_two_claims(api: Api) -> dict[str, list[str]]:
     holders: dict[str, list[str]] = {}
     for claim in api.list(RESOURCE_API, "ResourceClaim"):
         for pool, device in allocated_devices(claim):
-            holders.setdefault(f"{pool}/{device}", []).append(f"{claim['metadata']['namespace']}/{claim['metadata']['name']}")
+            holders.setdefault(f"{pool}/{device}", []).append(
+                f"{claim['metadata']['namespace']}/{claim['metadata']['name']}"
+            )
     return {device: names for device, names in holders.items() if len(names) > 1}
 
 
 def orphaned_special_claims(api: Api, namespace: str) -> list[str]:
     """Special claims in the namespace whose owning pod (by uid) no longer exists."""
     live = {p["metadata"]["uid"] for p in api.list("v1", "Pod", namespace)}
-    return [c["metadata"]["name"] for c in api.list(RESOURCE_API, "ResourceClaim", namespace)
-            if is_special(c) and not {o.get("uid") for o in c["metadata"].get("ownerReferences") or []} & live]
+    return [
+        c["metadata"]["name"]
+        for c in api.list(RESOURCE_API, "ResourceClaim", namespace)
+        if is_special(c) and not {o.get("uid") for o in c["metadata"].get("ownerReferences") or []} & live
+    ]
 
 
 def claims_of_pods_on(served: list[Served]) -> dict[str, set[str]]:
@@ -103,8 +134,9 @@ def claims_of_pods_on(served: list[Served]) -> dict[str, set[str]]:
     return by_node
 
 
-def check_driver_holds_its_pods_claims(target, check: Checks, rid: str, served: list[Served], after: str,
-                                       held_at_start: Mapping[str, frozenset[str]]) -> None:
+def check_driver_holds_its_pods_claims(
+    target, check: Checks, rid: str, served: list[Served], after: str, held_at_start: Mapping[str, frozenset[str]]
+) -> None:
     """`rid`: on each node, the driver holds prepared every claim of the pods running there and
     none that no longer exists, but for those it held before the test began (the kubelet's
     unprepare of deleted pods may lag: waited for)."""
@@ -113,15 +145,22 @@ def check_driver_holds_its_pods_claims(target, check: Checks, rid: str, served: 
         check.not_tested(rid, f"the driver's prepared claims after {after} not compared: {driver_state.NO_CAPABILITY}")
         return
     for node, wanted in claims_of_pods_on(served).items():
+
         def mismatch() -> str:
             held = driver_state.held_claims(api, profile, node)
             existing = {c["metadata"]["uid"] for c in api.list(RESOURCE_API, "ResourceClaim")}
             missing, stale = wanted - held, held - existing - held_at_start.get(node, frozenset())
             return (f"missing {sorted(missing)} " if missing else "") + (f"stale {sorted(stale)}" if stale else "")
+
         with check(rid):
-            wait_for(lambda: not mismatch(), timeout=120, interval=3,
-                     what=f"the driver on {node} to hold prepared exactly its pods' claims after {after}",
-                     describe=mismatch, transient=TRANSIENT_ERRORS)
+            wait_for(
+                lambda: not mismatch(),
+                timeout=120,
+                interval=3,
+                what=f"the driver on {node} to hold prepared exactly its pods' claims after {after}",
+                describe=mismatch,
+                transient=TRANSIENT_ERRORS,
+            )
 
 
 def unbound_pods_with_special_claims(api: Api, namespace: str) -> dict[str, str]:
@@ -145,7 +184,9 @@ LEFTOVER_CLAIM_DELETED = ("cannot schedule extended resource claim", "deletion o
 
 def left_for_periodic_retry(api: Api, namespace: str, names: list[str]) -> list[str]:
     """Those of the named pods whose last scheduling attempt ended as BUG-11 leaves them."""
+
     def marked(pod: dict | None) -> bool:
         message = pods.condition(pod or {}, "PodScheduled").get("message") or ""
         return all(mark in message for mark in LEFTOVER_CLAIM_DELETED)
+
     return [n for n in names if marked(api.get("v1", "Pod", n, namespace))]

@@ -4,6 +4,7 @@ claim shows it: what name-resolution checks (NAME-*) compare with the class they
 Read before the claim oracle (scenario.verify_served), whose claim problems stop a test: a name
 resolved to the wrong class then fails the NAME-* check too instead of leaving it credited.
 """
+
 from __future__ import annotations
 
 from conformance.lib.special_claim import allocation_results, claim_status, expected_requests
@@ -20,13 +21,18 @@ def resolution(pod: Obj, claim: Obj | None) -> dict[tuple[str, str], Resolved]:
         return {}
     classes = {r["name"]: (r.get("exactly") or {}).get("deviceClassName") for r in claim["spec"]["devices"]["requests"]}
     results = allocation_results(claim)
-    return {(m["containerName"], m["resourceName"]):
-            (classes.get(m["requestName"]), sum(r["request"] == m["requestName"] for r in results))
-            for m in status.get("requestMappings") or []}
+    return {
+        (m["containerName"], m["resourceName"]): (
+            classes.get(m["requestName"]),
+            sum(r["request"] == m["requestName"] for r in results),
+        )
+        for m in status.get("requestMappings") or []
+    }
 
 
-def misresolved(pod: Obj, claim: Obj | None, classes: dict[str, str],
-                exact_counts: bool = True) -> dict[tuple[str, str], Resolved | None]:
+def misresolved(
+    pod: Obj, claim: Obj | None, classes: dict[str, str], exact_counts: bool = True
+) -> dict[tuple[str, str], Resolved | None]:
     """The pod's requests for the names in `classes` (name -> the DeviceClass it must resolve to)
     that the claim does not serve with that class and as many devices as asked (at least one when
     not exact_counts: init containers share requests, CTR-3): (container, name) -> what the claim

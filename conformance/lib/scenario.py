@@ -1,4 +1,5 @@
 """The end-to-end check shared by most suite tests: run a pod, then verify every observable."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +19,14 @@ class Served:
     # CTR-1 checks (or as_id) compared each container's probe output with exactly these
 
 
-def verify_served(target, check: Checks, pod: Obj, classes: dict[str, str] | None = None,
-                  exact_counts: bool = True, as_id: str | None = None) -> Served:
+def verify_served(
+    target,
+    check: Checks,
+    pod: Obj,
+    classes: dict[str, str] | None = None,
+    exact_counts: bool = True,
+    as_id: str | None = None,
+) -> Served:
     """Check the special claim, the pod status and what each container sees, for a running pod.
 
     classes maps each DRA-backed resource name the pod uses to its DeviceClass; default: the
@@ -29,21 +36,32 @@ def verify_served(target, check: Checks, pod: Obj, classes: dict[str, str] | Non
     containers should see is computed from the claim); container problems do not.
     """
     api, profile = target.api, target.profile
-    classes = classes or {profile.extended_resource_name: profile.device_class,
-                          profile.implicit_resource_name: profile.device_class}
+    classes = classes or {
+        profile.extended_resource_name: profile.device_class,
+        profile.implicit_resource_name: profile.device_class,
+    }
     claim = special_claim(api, pod)
     shown = lambda: pods.observed("", pod, claim)  # noqa: E731 - evaluated only on failure
-    check.all(check_special_claim(pod, claim, classes, profile.driver, exact_counts), stop=True, observed=shown,
-              as_id=as_id)
+    check.all(
+        check_special_claim(pod, claim, classes, profile.driver, exact_counts), stop=True, observed=shown, as_id=as_id
+    )
     ids = device_ids(api, profile)
     expected = merge(expected_per_container(pod, claim, ids, profile.probe), user_claim_devices(api, profile, pod, ids))
     check.all(check_containers_see(api, profile, pod, expected), observed=shown, as_id=as_id)
     return Served(pod, claim, expected)
 
 
-def run_pod_and_verify(target, check: Checks, namespace: str, pod_obj: Obj, classes: dict[str, str] | None = None,
-                       exact_counts: bool = True, timeout: float = 180, served_by: str | None = None,
-                       as_id: str | None = None) -> Served:
+def run_pod_and_verify(
+    target,
+    check: Checks,
+    namespace: str,
+    pod_obj: Obj,
+    classes: dict[str, str] | None = None,
+    exact_counts: bool = True,
+    timeout: float = 180,
+    served_by: str | None = None,
+    as_id: str | None = None,
+) -> Served:
     """Create the pod, wait until it runs (a failure of `served_by`, default the ID that judges the
     profile's name being served, which ends the test), then verify_served. as_id: record everything,
     the wait included, as that one ID (a scenario step's "new pods are served end to end")."""

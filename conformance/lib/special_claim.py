@@ -4,6 +4,7 @@ Everything is read from API objects as a user sees them; each oracle returns its
 (every check it made, passed or failed, per requirement ID), so that a test records them all
 at once.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -37,8 +38,11 @@ def special_claim(api: Api, pod: Obj) -> Obj | None:
 def claims_owned_by(api: Api, pod: Obj) -> list[Obj]:
     """Claims in the pod's namespace whose controller ownerReference is this pod."""
     uid = pod["metadata"]["uid"]
-    return [c for c in api.list(RESOURCE_API, "ResourceClaim", pod["metadata"]["namespace"])
-            if any(o.get("uid") == uid and o.get("controller") for o in c["metadata"].get("ownerReferences") or [])]
+    return [
+        c
+        for c in api.list(RESOURCE_API, "ResourceClaim", pod["metadata"]["namespace"])
+        if any(o.get("uid") == uid and o.get("controller") for o in c["metadata"].get("ownerReferences") or [])
+    ]
 
 
 def special_claims_of(api: Api, pod: Obj) -> list[str]:
@@ -69,8 +73,9 @@ def plain_init_containers(pod: Obj) -> set[str]:
     return {c["name"] for c in pod["spec"].get("initContainers") or [] if c.get("restartPolicy") != "Always"}
 
 
-def check_special_claim(pod: Obj, claim: Obj | None, resource_to_class: dict[str, str],
-                        driver: str, exact_counts: bool = True) -> Findings:
+def check_special_claim(
+    pod: Obj, claim: Obj | None, resource_to_class: dict[str, str], driver: str, exact_counts: bool = True
+) -> Findings:
     """All observable properties of the special claim of a scheduled pod (spec §2, §3.4, §3.5).
 
     A long-lived container's request counts exactly its quantity. exact_counts: so does a request
@@ -96,14 +101,27 @@ def check_special_claim(pod: Obj, claim: Obj | None, resource_to_class: dict[str
 
 def _check_metadata(f: Findings, pod: Obj, claim: Obj) -> None:
     meta, pod_meta = claim["metadata"], pod["metadata"]
-    f.check(meta.get("annotations", {}).get(ANNOTATION) == "true", "CLAIM-1",
-            f"annotation {ANNOTATION} is {meta.get('annotations', {}).get(ANNOTATION)!r}, expected 'true'")
+    f.check(
+        meta.get("annotations", {}).get(ANNOTATION) == "true",
+        "CLAIM-1",
+        f"annotation {ANNOTATION} is {meta.get('annotations', {}).get(ANNOTATION)!r}, expected 'true'",
+    )
     owners = meta.get("ownerReferences") or []
-    f.check(len(owners) == 1 and owners[0].get("kind") == "Pod" and owners[0].get("apiVersion") == "v1"
-            and owners[0].get("uid") == pod_meta["uid"] and owners[0].get("name") == pod_meta["name"]
-            and owners[0].get("controller") is True,
-            "CLAIM-2", f"ownerReferences {owners} are not one controller reference to pod {pod_meta['name']}")
-    f.check(FINALIZER in (meta.get("finalizers") or []), "ALLOC-7", f"finalizer {FINALIZER} missing: {meta.get('finalizers')}")
+    f.check(
+        len(owners) == 1
+        and owners[0].get("kind") == "Pod"
+        and owners[0].get("apiVersion") == "v1"
+        and owners[0].get("uid") == pod_meta["uid"]
+        and owners[0].get("name") == pod_meta["name"]
+        and owners[0].get("controller") is True,
+        "CLAIM-2",
+        f"ownerReferences {owners} are not one controller reference to pod {pod_meta['name']}",
+    )
+    f.check(
+        FINALIZER in (meta.get("finalizers") or []),
+        "ALLOC-7",
+        f"finalizer {FINALIZER} missing: {meta.get('finalizers')}",
+    )
 
 
 def _check_mappings(f: Findings, pod: Obj, mappings: list[Obj], wanted: dict[tuple[str, str], int]) -> None:
@@ -114,18 +132,36 @@ def _check_mappings(f: Findings, pod: Obj, mappings: list[Obj], wanted: dict[tup
     f.check(not repeated, "STATUS-2", f"repeated (container, resource, request) mappings: {repeated}")
     pairs = Counter((m["containerName"], m["resourceName"]) for m in mappings)
     shared = plain_init_containers(pod)
-    f.check(set(pairs) == set(wanted) and all(n == 1 for (c, _), n in pairs.items() if c not in shared),
-            "STATUS-2", f"mappings per (container, resource): {sorted(pairs.items())}; expected exactly one for each of "
-                        f"{sorted(wanted)}" + (f" (at least one for init containers {sorted(shared)})" if shared else ""))
+    f.check(
+        set(pairs) == set(wanted) and all(n == 1 for (c, _), n in pairs.items() if c not in shared),
+        "STATUS-2",
+        f"mappings per (container, resource): {sorted(pairs.items())}; expected exactly one for each of "
+        f"{sorted(wanted)}" + (f" (at least one for init containers {sorted(shared)})" if shared else ""),
+    )
 
 
-def _check_requests(f: Findings, pod: Obj, claim: Obj, requests: dict[str, Obj], mappings: list[Obj],
-                    resource_to_class: dict[str, str], wanted: dict[tuple[str, str], int], exact_counts: bool) -> None:
+def _check_requests(
+    f: Findings,
+    pod: Obj,
+    claim: Obj,
+    requests: dict[str, Obj],
+    mappings: list[Obj],
+    resource_to_class: dict[str, str],
+    wanted: dict[tuple[str, str], int],
+    exact_counts: bool,
+) -> None:
     devices = claim["spec"]["devices"]
-    f.check(not devices.get("constraints") and not devices.get("config"), "CLAIM-3",
-            f"the claim sets constraints {devices.get('constraints')} or config {devices.get('config')}")
+    f.check(
+        not devices.get("constraints") and not devices.get("config"),
+        "CLAIM-3",
+        f"the claim sets constraints {devices.get('constraints')} or config {devices.get('config')}",
+    )
     for m in mappings:
-        f.check(m["requestName"] in requests, "CLAIM-4", f"mapping {m} names request {m['requestName']!r} absent from the claim")
+        f.check(
+            m["requestName"] in requests,
+            "CLAIM-4",
+            f"mapping {m} names request {m['requestName']!r} absent from the claim",
+        )
     shared = plain_init_containers(pod)
     for name, req in requests.items():
         users = [m for m in mappings if m["requestName"] == name]
@@ -134,22 +170,37 @@ def _check_requests(f: Findings, pod: Obj, claim: Obj, requests: dict[str, Obj],
         # Empty values (e.g. `selectors: []`) say nothing; anything else is more than the KEP's plain request.
         besides = {k: v for k, v in req.items() if k not in ("name", "exactly") and v}
         extra = {k: v for k, v in exact.items() if k not in EXACT_FIELDS and v}
-        f.check("exactly" in req and not besides and not extra, "CLAIM-3",
-                f"request {name} is not a plain `exactly` request of class, ExactCount and count: {req}")
-        f.check(exact.get("allocationMode", "ExactCount") == "ExactCount", "CLAIM-3",
-                f"request {name} has allocationMode {exact.get('allocationMode')!r}")
+        f.check(
+            "exactly" in req and not besides and not extra,
+            "CLAIM-3",
+            f"request {name} is not a plain `exactly` request of class, ExactCount and count: {req}",
+        )
+        f.check(
+            exact.get("allocationMode", "ExactCount") == "ExactCount",
+            "CLAIM-3",
+            f"request {name} has allocationMode {exact.get('allocationMode')!r}",
+        )
         classes = {resource_to_class.get(m["resourceName"]) for m in users}
-        f.check(not users or classes == {exact.get("deviceClassName")}, "CLAIM-3",
-                f"request {name} uses class {exact.get('deviceClassName')!r}, its mappings {users} resolve to {classes}")
+        f.check(
+            not users or classes == {exact.get("deviceClassName")},
+            "CLAIM-3",
+            f"request {name} uses class {exact.get('deviceClassName')!r}, its mappings {users} resolve to {classes}",
+        )
         owners = [m for m in users if m["containerName"] not in shared]  # long-lived containers
         for m in owners or (users if exact_counts else []):
             want = wanted.get((m["containerName"], m["resourceName"]))
-            f.check(exact.get("count") == want, "CLAIM-3",
-                    f"request {name} counts {exact.get('count')} devices, container {m['containerName']} asked {want}")
+            f.check(
+                exact.get("count") == want,
+                "CLAIM-3",
+                f"request {name} counts {exact.get('count')} devices, container {m['containerName']} asked {want}",
+            )
         if users and not owners and not exact_counts:  # shared by init containers: their largest shortfall
             most = max(wanted.get((m["containerName"], m["resourceName"]), 0) for m in users)
-            f.check(1 <= (exact.get("count") or 0) <= most, "CLAIM-3",
-                    f"shared init request {name} counts {exact.get('count')} devices, its init containers ask at most {most}")
+            f.check(
+                1 <= (exact.get("count") or 0) <= most,
+                "CLAIM-3",
+                f"shared init request {name} counts {exact.get('count')} devices, its init containers ask at most {most}",
+            )
 
 
 def _check_allocation(f: Findings, pod: Obj, claim: Obj, requests: dict[str, Obj], driver: str) -> None:
@@ -164,13 +215,22 @@ def _check_allocation(f: Findings, pod: Obj, claim: Obj, requests: dict[str, Obj
             f.check(len(got) == want, "CLAIM-4", f"request {name} has {len(got)} allocated devices, expected {want}")
         stray = sorted({r["request"] for r in results} - set(requests))
         f.check(not stray, "CLAIM-4", f"allocation results for requests {stray} the claim does not have")
-        f.check(all(r["driver"] == driver for r in results), "NAME-1",
-                f"devices from drivers {sorted({r['driver'] for r in results})}, expected {driver}")
+        f.check(
+            all(r["driver"] == driver for r in results),
+            "NAME-1",
+            f"devices from drivers {sorted({r['driver'] for r in results})}, expected {driver}",
+        )
         devices = [(r["pool"], r["device"]) for r in results]
-        f.check(len(devices) == len(set(devices)), "ALLOC-1", f"a device is allocated twice within the claim: {devices}")
+        f.check(
+            len(devices) == len(set(devices)), "ALLOC-1", f"a device is allocated twice within the claim: {devices}"
+        )
     reserved = (claim.get("status") or {}).get("reservedFor") or []
-    f.check([(r.get("resource"), r.get("name"), r.get("uid")) for r in reserved] == [("pods", pod_meta["name"], pod_meta["uid"])],
-            "ALLOC-7", f"reservedFor is {reserved}, expected only pod {pod_meta['name']}")
+    f.check(
+        [(r.get("resource"), r.get("name"), r.get("uid")) for r in reserved]
+        == [("pods", pod_meta["name"], pod_meta["uid"])],
+        "ALLOC-7",
+        f"reservedFor is {reserved}, expected only pod {pod_meta['name']}",
+    )
 
 
 def scheme_name(pod: Obj, container: str, resource: str) -> str | None:
@@ -230,14 +290,21 @@ def as_scheduled(api: Api, namespace: str, name: str, since: str, timeout: int =
     not after it, however fast the writes followed each other. Replays the pod's events from
     `since` (taken before the pod was created); (None, []) if no such event came in `timeout` s."""
     pods = api.resource("v1", "Pod")
-    for event in pods.watch(namespace=namespace, field_selector=f"metadata.name={name}", resource_version=since,
-                            timeout=timeout):
+    for event in pods.watch(
+        namespace=namespace, field_selector=f"metadata.name={name}", resource_version=since, timeout=timeout
+    ):
         pod = event["raw_object"]
         scheduled = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"]
         if scheduled and scheduled[0].get("status") == "True":
-            claims = api.resource(RESOURCE_API, "ResourceClaim").get(
-                namespace=namespace, resource_version=pod["metadata"]["resourceVersion"],
-                resource_version_match="Exact").to_dict()["items"]
+            claims = (
+                api.resource(RESOURCE_API, "ResourceClaim")
+                .get(
+                    namespace=namespace,
+                    resource_version=pod["metadata"]["resourceVersion"],
+                    resource_version_match="Exact",
+                )
+                .to_dict()["items"]
+            )
             return pod, claims
     return None, []
 

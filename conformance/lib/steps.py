@@ -6,6 +6,7 @@ needs (e.g. pods running before an upgrade) has no test to record to. Its oracle
 fixture fails and every step needing it reports its IDs as `error` (not evaluated), naming the
 check that failed.
 """
+
 from __future__ import annotations
 
 from conformance.lib.checks import FAILED, Check, Checks
@@ -13,7 +14,9 @@ from conformance.lib.checks import FAILED, Check, Checks
 
 def setup_checks(what: str) -> Checks:
     """A recorder for the set-up `what` (e.g. 'starting the pods before the upgrade')."""
+
     def sink(c: Check) -> None:
         if c.verdict == FAILED:
             raise AssertionError(f"{what} failed: {c.render()}")
+
     return Checks(set(), sink)

@@ -5,6 +5,7 @@ the same pod (uid) still Running with no container restarted, the same special c
 allocated the same devices and reserved for it, the status still naming it, and every container
 still seeing its devices.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,19 +35,37 @@ def _restarts(pod: dict) -> dict[str, int]:
 
 def snapshot(served: Served) -> Snapshot:
     pod, claim = served.pod, served.claim
-    return Snapshot(pod["metadata"]["namespace"], pod["metadata"]["name"], pod["metadata"]["uid"],
-                    claim["metadata"]["name"], claim["metadata"]["uid"], allocated_devices(claim),
-                    _restarts(pod), served.seen)
+    return Snapshot(
+        pod["metadata"]["namespace"],
+        pod["metadata"]["name"],
+        pod["metadata"]["uid"],
+        claim["metadata"]["name"],
+        claim["metadata"]["uid"],
+        allocated_devices(claim),
+        _restarts(pod),
+        served.seen,
+    )
 
 
 def _running_unchanged(api, snap: Snapshot) -> bool:
     pod = api.get("v1", "Pod", snap.name, snap.namespace)
-    return bool(pod and pod["metadata"]["uid"] == snap.uid and (pod.get("status") or {}).get("phase") == "Running"
-                and _restarts(pod) == snap.restarts)
+    return bool(
+        pod
+        and pod["metadata"]["uid"] == snap.uid
+        and (pod.get("status") or {}).get("phase") == "Running"
+        and _restarts(pod) == snap.restarts
+    )
 
 
-def check_unchanged(target, check: Checks, snaps: list[Snapshot], req_id: str, after: str,
-                    settle: float = 20, classes: dict[str, str] | None = None) -> list[Served]:
+def check_unchanged(
+    target,
+    check: Checks,
+    snaps: list[Snapshot],
+    req_id: str,
+    after: str,
+    settle: float = 20,
+    classes: dict[str, str] | None = None,
+) -> list[Served]:
     """Check `req_id`: the pods came through `after` (e.g. 'the upgrade to v1.37.2') unchanged.
 
     A restarted kubelet re-admits its pods a few seconds after it reports ready, so the pods
@@ -54,15 +73,20 @@ def check_unchanged(target, check: Checks, snaps: list[Snapshot], req_id: str, a
     classes: as for scenario.verify_served (pods asking for names of classes of their own)."""
     api = target.api
     with check(req_id, stop=True):
-        holds_for(lambda: all(_running_unchanged(api, s) for s in snaps), duration=settle,
-                  what=f"pods {[s.name for s in snaps]} Running without restarts after {after}",
-                  describe=lambda: "; ".join(pods.summary(api, s.namespace, s.name) for s in snaps
-                                             if not _running_unchanged(api, s)))
+        holds_for(
+            lambda: all(_running_unchanged(api, s) for s in snaps),
+            duration=settle,
+            what=f"pods {[s.name for s in snaps]} Running without restarts after {after}",
+            describe=lambda: "; ".join(
+                pods.summary(api, s.namespace, s.name) for s in snaps if not _running_unchanged(api, s)
+            ),
+        )
     return [_check_one(target, check, s, req_id, after, classes) for s in snaps]
 
 
-def _check_one(target, check: Checks, before: Snapshot, req_id: str, after: str,
-               classes: dict[str, str] | None) -> Served:
+def _check_one(
+    target, check: Checks, before: Snapshot, req_id: str, after: str, classes: dict[str, str] | None
+) -> Served:
     api = target.api
     pod = api.get("v1", "Pod", before.name, before.namespace)
     claim = api.get(RESOURCE_API, "ResourceClaim", before.claim, before.namespace)
@@ -76,7 +100,9 @@ def _check_one(target, check: Checks, before: Snapshot, req_id: str, after: str,
             problems.append(f"container restarts went from {before.restarts} to {_restarts(pod)}")
         status = claim_status(pod) or {}
         if status.get("resourceClaimName") != before.claim:
-            problems.append(f"extendedResourceClaimStatus names {status.get('resourceClaimName')!r}, not {before.claim}")
+            problems.append(
+                f"extendedResourceClaimStatus names {status.get('resourceClaimName')!r}, not {before.claim}"
+            )
     if claim is None or claim["metadata"]["uid"] != before.claim_uid:
         problems.append(f"special claim {before.claim} (uid {before.claim_uid}) is gone")
     else:
@@ -88,6 +114,9 @@ def _check_one(target, check: Checks, before: Snapshot, req_id: str, after: str,
     if not check.that(req_id, not problems, f"after {after}: " + pods.observed("; ".join(problems), pod, claim)):
         raise CheckStopped(f"[{req_id}] pod {before.name} did not come through {after} unchanged")
     served = scenario.verify_served(target, check, pod, classes, as_id=req_id)
-    check.that(req_id, served.seen == before.seen,
-               f"after {after} pod {before.name}'s containers see {served.seen}, before they saw {before.seen}")
+    check.that(
+        req_id,
+        served.seen == before.seen,
+        f"after {after} pod {before.name}'s containers see {served.seen}, before they saw {before.seen}",
+    )
     return served

@@ -3,6 +3,7 @@
 kube-scheduler picks uniformly among the nodes with the highest score, so when nothing scores a
 difference between two nodes each pod lands on either with probability 1/2.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,4 +13,4 @@ def tie_p_value(on_one: int, placements: int) -> float:
     """Two-sided binomial p-value of `on_one` of `placements` pods on one of two nodes, were each
     pod to pick either node with probability 1/2."""
     tail = min(on_one, placements - on_one)
-    return min(1.0, 2 * sum(math.comb(placements, k) for k in range(tail + 1)) / 2 ** placements)
+    return min(1.0, 2 * sum(math.comb(placements, k) for k in range(tail + 1)) / 2**placements)

@@ -2,6 +2,7 @@
 
 The harness sets only the namespace of each object; everything else is applied as written.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,9 +38,11 @@ def manifest_problems(path: Path) -> list[str]:
         elif kind in WORKLOAD_KINDS:
             workloads += 1
         elif kind not in COMPANION_KINDS:
-            problems.append(f"{path.name}: document {i} is a {kind}, neither a workload "
-                            f"({', '.join(sorted(WORKLOAD_KINDS))}) nor an object one brings along "
-                            f"({', '.join(sorted(COMPANION_KINDS))})")
+            problems.append(
+                f"{path.name}: document {i} is a {kind}, neither a workload "
+                f"({', '.join(sorted(WORKLOAD_KINDS))}) nor an object one brings along "
+                f"({', '.join(sorted(COMPANION_KINDS))})"
+            )
     if not problems and not workloads:
         problems.append(f"{path.name}: no workload ({', '.join(sorted(WORKLOAD_KINDS))})")
     return problems
@@ -72,8 +75,11 @@ def pods_of(api: Api, namespace: str, objs: list[Obj]) -> list[Obj]:
             pod = api.get("v1", "Pod", obj["metadata"]["name"], namespace)
             pods += [pod] if pod else []
         elif obj["kind"] in WORKLOAD_KINDS:
-            labels = obj["spec"]["selector"]["matchLabels"] if "selector" in obj["spec"] else \
-                obj["spec"]["template"]["metadata"]["labels"]
+            labels = (
+                obj["spec"]["selector"]["matchLabels"]
+                if "selector" in obj["spec"]
+                else obj["spec"]["template"]["metadata"]["labels"]
+            )
             selector = ",".join(f"{k}={v}" for k, v in labels.items())
             pods += api.list("v1", "Pod", namespace, label_selector=selector)
     return pods

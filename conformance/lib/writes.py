@@ -3,6 +3,7 @@
 A refused write that had to be accepted, or an accepted one that had to be refused, is an
 AssertionError (so it fails the check it happens in) showing what the API server answered or stored.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ def refused_as_invalid(write: Callable[[], object], what: str, field: str | None
     raise AssertionError(f"{what} was accepted; stored: {json.dumps(stored, default=str)[:800]}")
 
 
-def check_refused_as_invalid(check: Checks, ids: Sequence[str], write: Callable[[], object], what: str,
-                             field: str | None = None) -> str:
+def check_refused_as_invalid(
+    check: Checks, ids: Sequence[str], write: Callable[[], object], what: str, field: str | None = None
+) -> str:
     """Check each of `ids` on one write that must fail as 422 Invalid; returns the answer ("" if none)."""
     try:
         body, problem = refused_as_invalid(write, what, field), ""

@@ -3,6 +3,7 @@
 Reads the summary.json of several runs (one per Kubernetes version, or per profile) and prints
 one table, so a reader sees at a glance what was checked where and with what outcome.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,14 +12,21 @@ from pathlib import Path
 
 from conformance.report.summary import COLUMNS, FIRST_PROFILE_ONLY
 
-SHORT = {"passed": "pass", "failed": "**FAIL**", "deviates": "deviates", "observed": "observed",
-         "not applicable": "n/a", "error": "**error**", "not tested": "-"}
+SHORT = {
+    "passed": "pass",
+    "failed": "**FAIL**",
+    "deviates": "deviates",
+    "observed": "observed",
+    "not applicable": "n/a",
+    "error": "**error**",
+    "not tested": "-",
+}
 
 
 def _cell(r: dict) -> str:
     elsewhere = next((why for why in r.get("reasons", []) if why.startswith(FIRST_PROFILE_ONLY)), None)
     if r["verdict"] == "not tested" and elsewhere:  # e.g. "- (fake-gpu)": that report has the verdict
-        return f"- ({elsewhere[len(FIRST_PROFILE_ONLY):].split(':')[0].strip()})"
+        return f"- ({elsewhere[len(FIRST_PROFILE_ONLY) :].split(':')[0].strip()})"
     return SHORT.get(r["verdict"], r["verdict"])
 
 
@@ -31,10 +39,14 @@ def table(summaries: list[dict]) -> str:
     counts = [" / ".join(f"{s['counts'].get(k, 0)} {k}" for k in COLUMNS if s["counts"].get(k)) for s in summaries]
     # The driver's verdict heads each column; its rows carry the cluster's scorecard after it.
     driver = [f"**{s['driver']['verdict']}**" if "driver" in s else "?" for s in summaries]
-    lines = ["| ID | requirement | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads),
-             "| driver | driver verdict (from the requirements that judge the driver) | " + " | ".join(driver) + " |",
-             *(f"| {rid} | {title} | " + " | ".join(cells) + " |" for rid, (title, *cells) in rows.items()),
-             "", *(f"- {h}: {c}" for h, c in zip(heads, counts))]
+    lines = [
+        "| ID | requirement | " + " | ".join(heads) + " |",
+        "|---|---|" + "---|" * len(heads),
+        "| driver | driver verdict (from the requirements that judge the driver) | " + " | ".join(driver) + " |",
+        *(f"| {rid} | {title} | " + " | ".join(cells) + " |" for rid, (title, *cells) in rows.items()),
+        "",
+        *(f"- {h}: {c}" for h, c in zip(heads, counts)),
+    ]
     return "\n".join(lines) + "\n"
 
 

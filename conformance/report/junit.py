@@ -2,6 +2,7 @@
 before its tests), and their merge into one document for the whole run, `junit.xml` next to
 them (in the in-cluster results `junit_01.xml`, where conformance tooling looks). Each test
 case carries its requirement IDs and checks as properties (conformance/report/plugin.py)."""
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET

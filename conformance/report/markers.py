@@ -1,4 +1,5 @@
 """The `requirement` marker by which suite tests cite catalogue IDs."""
+
 from __future__ import annotations
 
 import pytest

@@ -7,6 +7,7 @@ verdict, each run's driver verdict on the first row) and OUT/junit.xml (every ru
 each named after its run). The same works by hand: `make conformance ARGS="--k8s-versions X"` on
 N machines, then this command over the bundles they left.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,15 +50,18 @@ def merge(out: Path, bundles: list[Path]) -> list[Path]:
         run = junit.merge(report, report / "junit.xml")
         for suite in ET.parse(run).getroot().findall("testsuite"):
             context = summary.read(report)["context"]
-            suite.set("name", f"{context.get('server', report.name)} ({context.get('profile', '?')}): {suite.get('name')}")
+            suite.set(
+                "name", f"{context.get('server', report.name)} ({context.get('profile', '?')}): {suite.get('name')}"
+            )
             merged.append(suite)
     ET.ElementTree(merged).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)
     return [out / "coverage.md", out / "junit.xml"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog("conformance.report.merge"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=prog("conformance.report.merge"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("out", type=Path, help="where the unpacked reports, coverage.md and junit.xml go")
     p.add_argument("bundles", type=Path, nargs="+", help="results bundles (<target>.tar.gz) of runs")
     args = p.parse_args(argv)

@@ -7,6 +7,7 @@ checks failed once the test body has run (so every check of the test gets its ve
 writes one JSON line per test phase, with the checks it recorded, to the file given with
 --results-json (works with xdist: checks travel as user properties to the controller).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,9 @@ from conformance.report.markers import MARKER, requirement_ids
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("kep5004").addoption("--results-json", type=Path, default=None,
-                                         help="append one JSON line per test outcome to this file")
+    parser.getgroup("kep5004").addoption(
+        "--results-json", type=Path, default=None, help="append one JSON line per test outcome to this file"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,7 +65,6 @@ def check(request: pytest.FixtureRequest) -> Checks:
     return checks
 
 
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After the body ran: fail the test if any of its checks failed, naming each failed ID. A
@@ -97,14 +98,20 @@ class ResultsWriter:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         checks = recorded_checks(report)
-        new = checks[self.written.get(report.nodeid, 0):]
+        new = checks[self.written.get(report.nodeid, 0) :]
         if report.when != "call" and report.passed and not new:
             return
         self.written[report.nodeid] = len(checks)
         ids = dict(report.user_properties).get("requirements", "")
-        record = {"test": report.nodeid, "when": report.when, "outcome": report.outcome,
-                  "requirements": [i for i in ids.split(",") if i], "duration": round(report.duration, 2),
-                  "message": _message(report), "checks": [vars(c) for c in new]}
+        record = {
+            "test": report.nodeid,
+            "when": report.when,
+            "outcome": report.outcome,
+            "requirements": [i for i in ids.split(",") if i],
+            "duration": round(report.duration, 2),
+            "message": _message(report),
+            "checks": [vars(c) for c in new],
+        }
         # One write(2) on an O_APPEND descriptor: two stages may append to one file at once (the
         # in-place lane runs alongside), and a buffered file could split a long line in two writes.
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -7,6 +7,7 @@ and the command that reproduces the run), e2e.log (one line per test outcome, in
 run recorded them, then every requirement's verdict), junit_01.xml (the run's one JUnit) and
 summary.md. Nothing is invented: a field the profile does not give is left out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,11 @@ def product(profile: profiles.Profile) -> dict[str, str]:
 
 
 def e2e_log(records: list[dict], summary: dict) -> str:
-    lines = [f"{r['outcome'].upper()} {r['test']} ({r['when']}, {r['duration']} s) requirements: "
-             f"{', '.join(r['requirements'])}" for r in records]
+    lines = [
+        f"{r['outcome'].upper()} {r['test']} ({r['when']}, {r['duration']} s) requirements: "
+        f"{', '.join(r['requirements'])}"
+        for r in records
+    ]
     lines.append(f"driver verdict: {summary['driver']['verdict']}")
     lines += [f"{v['id']}: {v['verdict']}" for v in summary["requirements"]]
     return "\n".join(lines) + "\n"
@@ -43,11 +47,11 @@ def e2e_log(records: list[dict], summary: dict) -> str:
 def readme(context: dict, summary: dict, command: str) -> str:
     driver = summary["driver"]
     counts = ", ".join(f"{k} {n}" for k, n in summary["counts"].items() if n)
-    return f"""# {context.get('driver', '?')}: KEP-5004 conformance
+    return f"""# {context.get("driver", "?")}: KEP-5004 conformance
 
-Driver verdict: **{driver['verdict']}** (from the {len(driver['ids'])} requirements that judge the driver).
-Kubernetes {context.get('server', '?')}, kubelets {', '.join(context.get('kubelets', [])) or '?'}, profile
-{context.get('profile', '?')}, run started {context.get('started', '?')}, {context.get('wall_clock_s', '?')} s.
+Driver verdict: **{driver["verdict"]}** (from the {len(driver["ids"])} requirements that judge the driver).
+Kubernetes {context.get("server", "?")}, kubelets {", ".join(context.get("kubelets", [])) or "?"}, profile
+{context.get("profile", "?")}, run started {context.get("started", "?")}, {context.get("wall_clock_s", "?")} s.
 All requirements: {counts}.
 
 ## Reproduce
@@ -72,9 +76,11 @@ def write(report: Path, dest: Path, profile: profiles.Profile | None = None) -> 
     profile = profile or profiles.load(context["profile"])
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "PRODUCT.yaml").write_text(yaml.safe_dump(product(profile), sort_keys=False))
-    command = (f"kep5004-conformance run --kubeconfig KUBECONFIG --profile {profile.source.name}"
-               if context.get("target") == "existing" else
-               f"make conformance ARGS=\"--k8s-versions {context.get('server', '?').lstrip('v')} --profile {profile.name}\"")
+    command = (
+        f"kep5004-conformance run --kubeconfig KUBECONFIG --profile {profile.source.name}"
+        if context.get("target") == "existing"
+        else f'make conformance ARGS="--k8s-versions {context.get("server", "?").lstrip("v")} --profile {profile.name}"'
+    )
     (dest / "README.md").write_text(readme(context, summary, command))
     (dest / "e2e.log").write_text(e2e_log(read_records(report / "results.jsonl"), summary))
     junit.merge(report, dest / "junit_01.xml")
@@ -83,14 +89,20 @@ def write(report: Path, dest: Path, profile: profiles.Profile | None = None) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog("conformance.report.submission"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=prog("conformance.report.submission"),
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("report", type=Path, help="a run's report directory (summary.json, results.jsonl, junit-*.xml)")
     p.add_argument("dest", type=Path, help="the submission directory to write")
     p.add_argument("--profile", default=None, help="the driver's profile (default: the one the run names)")
     args = p.parse_args(argv)
-    return wrote("submission", lambda: write(args.report, args.dest, profiles.load(args.profile) if args.profile else None),
-                 (SubmissionError, profiles.ProfileError))
+    return wrote(
+        "submission",
+        lambda: write(args.report, args.dest, profiles.load(args.profile) if args.profile else None),
+        (SubmissionError, profiles.ProfileError),
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ The words mean one thing each:
   check, which keeps an otherwise held ID from `passed`), a test skipped, a stage that did not run.
 Per ID the worst outcome across tests wins, in PRECEDENCE order.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,7 @@ class Verdict:
     tests: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)  # upstream issues/PRs behind a deviation
-    caused_by: list[str] = field(default_factory=list)   # an error's failed IDs (in the same test)
+    caused_by: list[str] = field(default_factory=list)  # an error's failed IDs (in the same test)
 
 
 def read_records(path: Path) -> list[dict]:
@@ -80,6 +81,7 @@ def _server_minor(context: dict) -> tuple[int, int] | None:
 @dataclass
 class _Test:
     """Everything one test recorded over its phases."""
+
     name: str
     cites: set[str] = field(default_factory=set)
     checks: list[Check] = field(default_factory=list)
@@ -93,6 +95,7 @@ class _Test:
 @dataclass(frozen=True)
 class _Outcome:
     """One test's word on one ID."""
+
     test: str
     verdict: str
     message: str = ""
@@ -132,18 +135,30 @@ def _decide(req: Requirement, found: list[_Outcome]) -> Verdict:
     if req.informational and verdict == PASSED:
         verdict = OBSERVED  # describes behaviour: what held is what was seen, not a pass
     chosen = [o for o in found if o.verdict == verdict or (verdict == OBSERVED and o.verdict == PASSED)]
-    reasons = [(o.test, _first_line(o.message) if o.verdict == FAILED else o.message.strip())
-               for o in chosen if o.message.strip() or o.verdict != PASSED]
+    reasons = [
+        (o.test, _first_line(o.message) if o.verdict == FAILED else o.message.strip())
+        for o in chosen
+        if o.message.strip() or o.verdict != PASSED
+    ]
     # Observations and clauses not tested stay visible whatever decided the verdict.
-    reasons += [(o.test, f"{o.verdict}: {o.message.strip()}") for o in found
-                if o.verdict in (OBSERVED, NOT_TESTED) and o not in chosen]
-    return Verdict(req.id, req.title, verdict, sorted({o.test for o in found}), _grouped(reasons),
-                   sorted({o.reference for o in chosen if o.reference}),
-                   sorted({rid for o in chosen for rid in o.caused_by}))
+    reasons += [
+        (o.test, f"{o.verdict}: {o.message.strip()}")
+        for o in found
+        if o.verdict in (OBSERVED, NOT_TESTED) and o not in chosen
+    ]
+    return Verdict(
+        req.id,
+        req.title,
+        verdict,
+        sorted({o.test for o in found}),
+        _grouped(reasons),
+        sorted({o.reference for o in chosen if o.reference}),
+        sorted({rid for o in chosen for rid in o.caused_by}),
+    )
 
 
 def _grouped(reasons: list[tuple[str, str]]) -> list[str]:
-    """"tests: reason" lines, one per distinct reason (six tests that cannot see devices for one
+    """ "tests: reason" lines, one per distinct reason (six tests that cannot see devices for one
     cause say it once)."""
     tests: dict[str, set[str]] = {}
     for test, reason in reasons:
@@ -155,16 +170,23 @@ def _grouped(reasons: list[tuple[str, str]]) -> list[str]:
 IN_PLACE = ("gate-cycle", "upgrade", "faults")
 FIRST_PROFILE_ONLY = "checked in this run with profile"
 # Stages by the topology of the requirements they check (runner stage names).
-STAGE_OF_TOPOLOGY = {"mixed": "mixed", "gate-cycle": "gate-cycle", "upgrade": "upgrade", "faults": "faults",
-                     "scoring": "serial"}
+STAGE_OF_TOPOLOGY = {
+    "mixed": "mixed",
+    "gate-cycle": "gate-cycle",
+    "upgrade": "upgrade",
+    "faults": "faults",
+    "scoring": "serial",
+}
 
 
 def _why_untested(req: Requirement, context: dict, skips: list[str]) -> list[str]:
     if skips:  # skip messages say "not tested: <why>"; the verdict already says the first part
         return sorted({s.removeprefix(f"{NOT_TESTED}: ") for s in skips})
     if req.topology in IN_PLACE and context.get("first_profile_only"):
-        return [f"{FIRST_PROFILE_ONLY} {context['first_profile_only']}: the faults, the gate cycle and the upgrade "
-                "change Kubernetes in place, once per version"]
+        return [
+            f"{FIRST_PROFILE_ONLY} {context['first_profile_only']}: the faults, the gate cycle and the upgrade "
+            "change Kubernetes in place, once per version"
+        ]
     stage = STAGE_OF_TOPOLOGY.get(req.topology)
     ran = {st["stage"] for st in context.get("stages", [])}
     if stage and context.get("stages") is not None and stage not in ran:
@@ -183,8 +205,13 @@ def verdicts(records: list[dict], context: dict | None = None) -> list[Verdict]:
         if found:
             v = _decide(req, found)
         else:
-            v = Verdict(req.id, req.title, NOT_TESTED, sorted({t.name for t in tests if req.id in t.cites}),
-                        _why_untested(req, context, skips))
+            v = Verdict(
+                req.id,
+                req.title,
+                NOT_TESTED,
+                sorted({t.name for t in tests if req.id in t.cites}),
+                _why_untested(req, context, skips),
+            )
         if minor is not None:
             _apply_catalogue(req, minor, context, v, evaluated=bool(found))
         out.append(v)
@@ -223,14 +250,29 @@ def driver_verdict(vs: list[Verdict], explicit_name: bool = True) -> dict:
     about = [v for v in vs if catalogue().requirement(v.id).judges.about_driver]
     failed = [v for v in about if v.verdict == FAILED]
     unjudged = [v for v in about if v.verdict in (ERROR, NOT_TESTED)]
-    beyond_install = [v for v in unjudged if v.verdict == NOT_TESTED and not explicit_name
-                      and catalogue().requirement(v.id).needs_explicit_name]
-    word = (NOT_CERTIFIED if failed else CERTIFIED_IMPLICIT if unjudged and unjudged == beyond_install
-            else INCOMPLETE if unjudged else CERTIFIED)
-    return {"verdict": word, "ids": [v.id for v in about],
-            "counts": {k: sum(v.verdict == k for v in about) for k in COLUMNS},
-            "open": [{"id": v.id, "verdict": v.verdict, "why": v.reasons or ["no test evaluated it"]}
-                     for v in [*failed, *unjudged]]}
+    beyond_install = [
+        v
+        for v in unjudged
+        if v.verdict == NOT_TESTED and not explicit_name and catalogue().requirement(v.id).needs_explicit_name
+    ]
+    word = (
+        NOT_CERTIFIED
+        if failed
+        else CERTIFIED_IMPLICIT
+        if unjudged and unjudged == beyond_install
+        else INCOMPLETE
+        if unjudged
+        else CERTIFIED
+    )
+    return {
+        "verdict": word,
+        "ids": [v.id for v in about],
+        "counts": {k: sum(v.verdict == k for v in about) for k in COLUMNS},
+        "open": [
+            {"id": v.id, "verdict": v.verdict, "why": v.reasons or ["no test evaluated it"]}
+            for v in [*failed, *unjudged]
+        ],
+    }
 
 
 FILE = "summary.json"
@@ -253,22 +295,53 @@ def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
     driver = driver_verdict(vs, context.get("explicit_name", True))
     cluster = [v for v in vs if v.id not in driver["ids"]]
     kubernetes = {k: sum(v.verdict == k for v in cluster) for k in COLUMNS}
-    (out_dir / FILE).write_text(json.dumps(
-        {"context": context, "driver": driver, "kubernetes": {"counts": kubernetes}, "counts": counts,
-         "stages_not_clean": unclean, "requirements": [asdict(v) for v in vs]}, indent=2))
-    lines = [f"# KEP-5004 conformance: {context.get('target', '')}", "",
-             f"**Driver verdict: {driver['verdict']}** ({context.get('driver', '?')}, profile {context.get('profile', '?')}; "
-             f"from the {len(driver['ids'])} requirements that judge the driver: "
-             + ", ".join(f"{k} {n}" for k, n in driver["counts"].items() if n) + ")", ""]
-    lines += [f"- {o['id']} {o['verdict']}: " + "; ".join(w.replace("\n", " ")[:300] for w in o["why"]) for o in driver["open"]]
-    lines += ["", "Kubernetes scorecard (requirements about the cluster whatever the driver does): "
-              + " | ".join(f"{k}: {n}" for k, n in kubernetes.items()), "",
-              # A stage that ended non-zero is on the counts line, so that it never reads as a clean run.
-              "All requirements: " + " | ".join([*(f"{k}: {n}" for k, n in counts.items()),
-                                                 *([f"stages not clean: {', '.join(unclean)}"] if unclean else [])]), ""]
+    (out_dir / FILE).write_text(
+        json.dumps(
+            {
+                "context": context,
+                "driver": driver,
+                "kubernetes": {"counts": kubernetes},
+                "counts": counts,
+                "stages_not_clean": unclean,
+                "requirements": [asdict(v) for v in vs],
+            },
+            indent=2,
+        )
+    )
+    lines = [
+        f"# KEP-5004 conformance: {context.get('target', '')}",
+        "",
+        f"**Driver verdict: {driver['verdict']}** ({context.get('driver', '?')}, profile {context.get('profile', '?')}; "
+        f"from the {len(driver['ids'])} requirements that judge the driver: "
+        + ", ".join(f"{k} {n}" for k, n in driver["counts"].items() if n)
+        + ")",
+        "",
+    ]
+    lines += [
+        f"- {o['id']} {o['verdict']}: " + "; ".join(w.replace("\n", " ")[:300] for w in o["why"])
+        for o in driver["open"]
+    ]
+    lines += [
+        "",
+        "Kubernetes scorecard (requirements about the cluster whatever the driver does): "
+        + " | ".join(f"{k}: {n}" for k, n in kubernetes.items()),
+        "",
+        # A stage that ended non-zero is on the counts line, so that it never reads as a clean run.
+        "All requirements: "
+        + " | ".join(
+            [
+                *(f"{k}: {n}" for k, n in counts.items()),
+                *([f"stages not clean: {', '.join(unclean)}"] if unclean else []),
+            ]
+        ),
+        "",
+    ]
     if context.get("stages"):
-        lines += ["stages: " + ", ".join(f"{st['stage']} {st.get('seconds', '?')} s ({_stage_state(st)})"
-                                         for st in context["stages"]), ""]
+        lines += [
+            "stages: "
+            + ", ".join(f"{st['stage']} {st.get('seconds', '?')} s ({_stage_state(st)})" for st in context["stages"]),
+            "",
+        ]
     for p in context.get("preflight", []):
         lines.append(f"- preflight {p['name']}: {p['verdict']}" + (f" ({p['detail']})" if p.get("detail") else ""))
     if context.get("preflight"):
@@ -276,7 +349,9 @@ def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
     lines += ["| ID | verdict | title | details |", "|---|---|---|---|"]
     for v in vs:
         details = [*v.reasons, *(f"upstream: {r}" for r in v.references)]
-        detail = "<br>".join(x.replace("|", "\\|").replace("\n", " ")[:300] for x in details) or ", ".join(v.tests)[:300]
+        detail = (
+            "<br>".join(x.replace("|", "\\|").replace("\n", " ")[:300] for x in details) or ", ".join(v.tests)[:300]
+        )
         lines.append(f"| {v.id} | {v.verdict} | {v.title} | {detail} |")
     (out_dir / "summary.md").write_text("\n".join(lines) + "\n")
     return counts

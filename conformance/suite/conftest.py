@@ -4,6 +4,7 @@ version applicability and diagnostics on failure.
 The suite always targets an existing cluster (--kubeconfig or KUBECONFIG); `python -m
 conformance.run` makes kind clusters and deploys the fake driver before calling it.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,14 +35,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     # --kubeconfig (the cluster under test) is pytest-kind's option; ours falls back to $KUBECONFIG.
     group = parser.getgroup("kep5004")
     group.addoption("--profile", default="fake-gpu", help="driver profile name or path")
-    group.addoption("--timeout-scale", type=float, default=1.0,
-                    help="multiply every wait deadline (e.g. 2 for a slow cluster)")
-    group.addoption("--diagnostics-dir", type=Path, default=Path("reports/diagnostics"),
-                    help="where failing tests leave events, objects and driver logs")
-    group.addoption("--disruptive", action="store_true",
-                    help="run the disruptive tests (the driver's pod deleted, a node drained of the suite's pods)")
-    group.addoption("--preflight", type=Path, default=None,
-                    help="preflight results of the runner (JSON): tests fail with a failed item as their cause")
+    group.addoption(
+        "--timeout-scale", type=float, default=1.0, help="multiply every wait deadline (e.g. 2 for a slow cluster)"
+    )
+    group.addoption(
+        "--diagnostics-dir",
+        type=Path,
+        default=Path("reports/diagnostics"),
+        help="where failing tests leave events, objects and driver logs",
+    )
+    group.addoption(
+        "--disruptive",
+        action="store_true",
+        help="run the disruptive tests (the driver's pod deleted, a node drained of the suite's pods)",
+    )
+    group.addoption(
+        "--preflight",
+        type=Path,
+        default=None,
+        help="preflight results of the runner (JSON): tests fail with a failed item as their cause",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -92,8 +105,10 @@ EXPLICIT_NAME_IDS = tuple(r.id for r in catalogue().requirements.values() if r.n
 
 
 def no_explicit_name(profile: Profile) -> str:
-    return (f"no explicit name installed: profile {profile.name}'s DeviceClass {profile.device_class} maps no "
-            f"extendedResourceName, pods ask for {profile.implicit_resource_name}")
+    return (
+        f"no explicit name installed: profile {profile.name}'s DeviceClass {profile.device_class} maps no "
+        f"extendedResourceName, pods ask for {profile.implicit_resource_name}"
+    )
 
 
 def needs_explicit_name(profile: Profile) -> None:
@@ -117,8 +132,7 @@ def preflight_failures(pytestconfig: pytest.Config) -> list[preflight.Item]:
 
 
 @pytest.fixture(autouse=True)
-def _preflight_held(_applicable: None, preflight_failures: list[preflight.Item], check: Checks,
-                    target: Target) -> None:
+def _preflight_held(_applicable: None, preflight_failures: list[preflight.Item], check: Checks, target: Target) -> None:
     """A test on a cluster that failed preflight fails every applicable ID it cites with that cause, at once."""
     if preflight_failures:
         cause = f"preflight failed: {preflight.one_line(preflight_failures)}"
@@ -156,7 +170,9 @@ def _test_namespace(request: pytest.FixtureRequest, target: Target, failed: Call
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, target: Target) -> Iterator[str]:
     """A fresh namespace per test; on failure its objects and the driver's logs are saved."""
-    yield from _test_namespace(request, target, lambda: getattr(getattr(request.node, "report_call", None), "failed", False))
+    yield from _test_namespace(
+        request, target, lambda: getattr(getattr(request.node, "report_call", None), "failed", False)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -185,8 +201,11 @@ def kind_nodes(target: Target) -> KindNodes:
     try:
         return nodes_on_this_host(target)
     except CommandError as err:
-        pytest.fail(f"these tests change Kubernetes versions or gates on the nodes, which needs a kind cluster "
-                    f"on this host: {err}", pytrace=False)
+        pytest.fail(
+            f"these tests change Kubernetes versions or gates on the nodes, which needs a kind cluster "
+            f"on this host: {err}",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """The special ResourceClaim's life: one per pod, garbage collection, release on completion,
 an ordinary claim to the API, and a stable name in the pod status (spec §3.3-3.5)."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,20 +28,28 @@ def test_one_special_claim_per_pod_with_several_containers(target: Target, check
     ern = p.extended_resource_name
     init = [pods.container("init", p, {ern: 1}, command=p.probe.shell)]
     containers = [pods.container(n, p, {ern: 1}) for n in ("a", "b", "c")]
-    served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("several", containers, init=init), exact_counts=False)
+    served = scenario.run_pod_and_verify(
+        target, check, namespace, pods.pod("several", containers, init=init), exact_counts=False
+    )
     pod, claim = served.pod, served.claim
     check.observe("ALLOC-5", request_naming(pod, claim))
     if not requirement("ALLOC-4").applies_to(target.minor, gate_enabled=True)[0]:
         return  # 1.34: every init container gets requests of its own (the summary says so from the catalogue)
     with check("ALLOC-4", observed=lambda: pods.observed("", pod, claim)):
         owned = [c["metadata"]["name"] for c in claims_owned_by(api, pod)]
-        assert owned == [claim["metadata"]["name"]], f"claims owned by the pod: {owned}, the status names {claim['metadata']['name']}"
+        assert owned == [claim["metadata"]["name"]], (
+            f"claims owned by the pod: {owned}, the status names {claim['metadata']['name']}"
+        )
         mappings = claim_status(pod)["requestMappings"]
-        long_lived = sorted((m["containerName"], m["requestName"]) for m in mappings
-                            if m["containerName"] not in plain_init_containers(pod))
+        long_lived = sorted(
+            (m["containerName"], m["requestName"])
+            for m in mappings
+            if m["containerName"] not in plain_init_containers(pod)
+        )
         own = [r for _, r in long_lived]
-        assert [c for c, _ in long_lived] == ["a", "b", "c"] and len(set(own)) == 3, \
+        assert [c for c, _ in long_lived] == ["a", "b", "c"] and len(set(own)) == 3, (
             f"regular containers a, b, c should each be mapped to one request of their own: {long_lived}"
+        )
         requests = [r["name"] for r in claim["spec"]["devices"]["requests"]]
         extra = sorted(set(requests) - set(own))
         assert len(extra) <= 1, f"more than one request for the init containers: {extra}"
@@ -53,8 +62,9 @@ def test_one_special_claim_per_pod_with_several_containers(target: Target, check
 @pytest.mark.requirement("CLAIM-5", "KUBELET-1")
 def test_deleting_the_pod_deletes_its_claim(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
-    served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("doomed", [
-        pods.container("main", p, {p.extended_resource_name: 1})]))
+    served = scenario.run_pod_and_verify(
+        target, check, namespace, pods.pod("doomed", [pods.container("main", p, {p.extended_resource_name: 1})])
+    )
     claim_name, claim_uid = served.claim["metadata"]["name"], served.claim["metadata"]["uid"]
     held = driver_state.held_before(api, p, served.pod["spec"]["nodeName"], [claim_uid])
     api.delete("v1", "Pod", "doomed", namespace)
@@ -75,8 +85,9 @@ def test_finished_pod_releases_its_claim(target: Target, check: Checks, namespac
     api.create(pods.pod(name, [c], restart="Never"), namespace)
     # Prerequisites: the pod finished as intended, with its device.
     pod = pods.wait_phase(api, namespace, name, ("Succeeded", "Failed"), timeout=180)
-    assert pod["status"]["phase"] == outcome, \
+    assert pod["status"]["phase"] == outcome, (
         f"pod ended {pod['status']['phase']}, expected {outcome}: {pods.summary(api, namespace, name)}"
+    )
     status = claim_status(pod)
     with check("STATUS-1", stop=True):
         assert status, f"the finished pod never named a special claim: {pods.summary(api, namespace, name)}"
@@ -85,8 +96,11 @@ def test_finished_pod_releases_its_claim(target: Target, check: Checks, namespac
     with check("CLAIM-6"):
         pods.wait_gone(api, RESOURCE_API, "ResourceClaim", status["resourceClaimName"], namespace, timeout=120)
         still = api.get("v1", "Pod", name, namespace)
-        assert still is not None and still["metadata"]["uid"] == pod["metadata"]["uid"] and still["status"]["phase"] == outcome, \
-            f"the claim is gone, but the pod object should remain, {outcome}: {pods.summary(api, namespace, name)}"
+        assert (
+            still is not None
+            and still["metadata"]["uid"] == pod["metadata"]["uid"]
+            and still["status"]["phase"] == outcome
+        ), f"the claim is gone, but the pod object should remain, {outcome}: {pods.summary(api, namespace, name)}"
 
 
 @pytest.mark.requirement("CLAIM-7")
@@ -96,21 +110,27 @@ def test_special_claim_is_an_ordinary_resource_claim(target: Target, check: Chec
     api, p = target.api, target.profile
     api.create(quota("claims", [CLAIM_COUNT]), namespace)
     initialised(api, namespace, "claims")
-    served = scenario.run_pod_and_verify(target, check, namespace, pods.pod("ordinary", [
-        pods.container("main", p, {p.extended_resource_name: 1})]))
+    served = scenario.run_pod_and_verify(
+        target, check, namespace, pods.pod("ordinary", [pods.container("main", p, {p.extended_resource_name: 1})])
+    )
     claim_name = served.claim["metadata"]["name"]
     pod = pods.get(api, namespace, "ordinary")
     with check("CLAIM-7", observed=lambda: pods.observed("", pod, served.claim)):
         listed = [c["metadata"]["name"] for c in api.list(RESOURCE_API, "ResourceClaim", namespace)]
-        assert listed == [claim_name], f"the namespace's ResourceClaim list should be the special claim {claim_name}: {listed}"
+        assert listed == [claim_name], (
+            f"the namespace's ResourceClaim list should be the special claim {claim_name}: {listed}"
+        )
         counted = settle(api, namespace, "claims", {CLAIM_COUNT: 1})
         assert counted.get(CLAIM_COUNT) == 1, f"{CLAIM_COUNT} should count the special claim: quota used {counted}"
-        assert not (pod.get("status") or {}).get("resourceClaimStatuses"), \
+        assert not (pod.get("status") or {}).get("resourceClaimStatuses"), (
             f"pod.status.resourceClaimStatuses is {pod['status'].get('resourceClaimStatuses')}"
+        )
 
 
 def _container_status(pod: Obj, container: str) -> Obj | None:
-    return next((st for st in (pod.get("status") or {}).get("containerStatuses") or [] if st["name"] == container), None)
+    return next(
+        (st for st in (pod.get("status") or {}).get("containerStatuses") or [] if st["name"] == container), None
+    )
 
 
 @pytest.mark.requirement("STATUS-4")
@@ -119,13 +139,17 @@ def test_status_names_the_same_claim_for_the_pods_life(target: Target, check: Ch
     # A container that keeps exiting makes the kubelet write the pod status while we watch, so a
     # status write that drops or changes the field shows up.
     blinker = pods.container("blinker", p, {}, command="sleep 4; exit 1")
-    api.create(pods.pod("steady", [pods.container("main", p, {p.extended_resource_name: 1}), blinker],
-                        restart="Always"), namespace)
+    api.create(
+        pods.pod("steady", [pods.container("main", p, {p.extended_resource_name: 1}), blinker], restart="Always"),
+        namespace,
+    )
     with check(p.served_by, stop=True):
         pod = pods.wait_running(api, namespace, "steady", timeout=180)
     first, claim = claim_status(pod), special_claim(api, pod)
     with check("STATUS-1", stop=True):
-        assert first and claim, f"the running pod names no existing special claim: {pods.summary(api, namespace, 'steady')}"
+        assert first and claim, (
+            f"the running pod names no existing special claim: {pods.summary(api, namespace, 'steady')}"
+        )
     blinking = _container_status(pod, "blinker")
 
     def unchanged() -> bool:
@@ -134,12 +158,19 @@ def test_status_names_the_same_claim_for_the_pods_life(target: Target, check: Ch
         return now == first and named is not None and named["metadata"]["uid"] == claim["metadata"]["uid"]
 
     try:
-        holds_for(unchanged, duration=20, interval=2, what=f"extendedResourceClaimStatus to stay {first} "
-                  f"(claim uid {claim['metadata']['uid']})", describe=lambda: pods.summary(api, namespace, "steady"))
+        holds_for(
+            unchanged,
+            duration=20,
+            interval=2,
+            what=f"extendedResourceClaimStatus to stay {first} (claim uid {claim['metadata']['uid']})",
+            describe=lambda: pods.summary(api, namespace, "steady"),
+        )
         changed = ""
     except AssertionError as err:
         changed = str(err)
     after = _container_status(pods.get(api, namespace, "steady"), "blinker")
     # A change is a failure whatever caused it; holding proves something only across a status write.
-    assert changed or after != blinking, f"prerequisite: the kubelet wrote no status while we watched (blinker: {after})"
+    assert changed or after != blinking, (
+        f"prerequisite: the kubelet wrote no status while we watched (blinker: {after})"
+    )
     check.that("STATUS-4", not changed, changed)

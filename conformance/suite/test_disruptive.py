@@ -7,6 +7,7 @@ convergence oracle as the fault stage (conformance/lib/recovery.py).
 
 Only the suite's own pods are evicted ("drained"): on a vendor's cluster nothing else on the node
 is touched."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,8 +33,10 @@ PODS_AT_ONCE = len(RUNNING) + len(ARRIVING)  # one device each
 @pytest.fixture(autouse=True)
 def _asked(request: pytest.FixtureRequest) -> None:
     if not request.config.getoption("--disruptive"):
-        pytest.skip("not tested: the disruptive tests delete the driver's pod on a node and drain a node of the "
-                    "suite's pods; run with --disruptive")
+        pytest.skip(
+            "not tested: the disruptive tests delete the driver's pod on a node and drain a node of the "
+            "suite's pods; run with --disruptive"
+        )
 
 
 @pytest.fixture
@@ -42,46 +45,63 @@ def node(target: Target) -> str:
     capacity = pods.dra_capacity(target.api, target.profile.driver)
     fullest = max(sorted(capacity), key=capacity.get, default=None)
     if fullest is None or capacity[fullest] < PODS_AT_ONCE:
-        pytest.skip(f"not tested: these tests need a node with {PODS_AT_ONCE} devices of {target.profile.driver}, "
-                    f"the cluster has {capacity or 'none'}")
+        pytest.skip(
+            f"not tested: these tests need a node with {PODS_AT_ONCE} devices of {target.profile.driver}, "
+            f"the cluster has {capacity or 'none'}"
+        )
     return fullest
 
 
 @pytest.mark.requirement("FAULT-1")
-def test_pods_are_served_after_the_driver_pod_is_deleted_while_preparing(target: Target, check: Checks,
-                                                                         namespace: str, node: str,
-                                                                         held_at_start: dict[str, frozenset[str]]) -> None:
+def test_pods_are_served_after_the_driver_pod_is_deleted_while_preparing(
+    target: Target, check: Checks, namespace: str, node: str, held_at_start: dict[str, frozenset[str]]
+) -> None:
     pods_api = target.api.resource("v1", "Pod")
-    driver_killed_while_preparing(target, check, namespace, node,
-                                  lambda driver: pods_api.delete(name=driver["metadata"]["name"],
-                                                                 namespace=driver["metadata"]["namespace"],
-                                                                 body={"gracePeriodSeconds": 0}),
-                                  "pod was deleted (grace period 0)", held_at_start)
+    driver_killed_while_preparing(
+        target,
+        check,
+        namespace,
+        node,
+        lambda driver: pods_api.delete(
+            name=driver["metadata"]["name"], namespace=driver["metadata"]["namespace"], body={"gracePeriodSeconds": 0}
+        ),
+        "pod was deleted (grace period 0)",
+        held_at_start,
+    )
 
 
 @pytest.mark.requirement("FAULT-2")
-def test_pods_keep_their_devices_when_the_kubelet_restarts(target: Target, check: Checks, namespace: str, node: str,
-                                                           held_at_start: dict[str, frozenset[str]]) -> None:
+def test_pods_keep_their_devices_when_the_kubelet_restarts(
+    target: Target, check: Checks, namespace: str, node: str, held_at_start: dict[str, frozenset[str]]
+) -> None:
     if target.profile.node_access is None:
         pytest.skip(f"not tested: {node_access.NO_CAPABILITY}")
-    kubelet_restarted(target, check, namespace, node,
-                      lambda: node_access.restart_kubelet(target.api, target.profile, node), held_at_start)
+    kubelet_restarted(
+        target,
+        check,
+        namespace,
+        node,
+        lambda: node_access.restart_kubelet(target.api, target.profile, node),
+        held_at_start,
+    )
 
 
 @pytest.mark.requirement("FAULT-5")
-def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(target: Target, check: Checks,
-                                                                         namespace: str, node: str,
-                                                                         held_at_start: dict[str, frozenset[str]]) -> None:
+def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(
+    target: Target, check: Checks, namespace: str, node: str, held_at_start: dict[str, frozenset[str]]
+) -> None:
     access = target.profile.node_access
     if access is None or not access.reboot:
         pytest.skip(f"not tested: {node_access.NO_REBOOT if access else node_access.NO_CAPABILITY}")
-    machine_restarted(target, check, namespace, node, lambda: node_access.reboot(target.api, target.profile, node),
-                      held_at_start)
+    machine_restarted(
+        target, check, namespace, node, lambda: node_access.reboot(target.api, target.profile, node), held_at_start
+    )
 
 
 @pytest.mark.requirement("FAULT-7")
-def test_pods_are_served_after_their_node_is_drained_and_uncordoned(target: Target, check: Checks, namespace: str,
-                                                                    node: str, held_at_start: dict[str, frozenset[str]]) -> None:
+def test_pods_are_served_after_their_node_is_drained_and_uncordoned(
+    target: Target, check: Checks, namespace: str, node: str, held_at_start: dict[str, frozenset[str]]
+) -> None:
     api = target.api
     before = start_served(target, check, "FAULT-7", namespace, node)
     api.cordon(node)
@@ -97,5 +117,12 @@ def test_pods_are_served_after_their_node_is_drained_and_uncordoned(target: Targ
     finally:
         api.cordon(node, False)
     arrive(target, namespace, node, ARRIVING[1:])
-    recovery.converged(target, check, "FAULT-7", namespace, ARRIVING, after=f"{node} was drained and uncordoned",
-                       held_at_start=held_at_start)
+    recovery.converged(
+        target,
+        check,
+        "FAULT-7",
+        namespace,
+        ARRIVING,
+        after=f"{node} was drained and uncordoned",
+        held_at_start=held_at_start,
+    )

@@ -12,6 +12,7 @@ NodeUnprepareResources succeeded for the pod's claims, and, where the profile ex
 The API alone cannot show the second: the devices become allocatable once the claim is gone,
 whether or not the driver cleaned up.
 """
+
 from __future__ import annotations
 
 import time
@@ -31,13 +32,23 @@ RESTARTED_AT = "kep5004.io/restarted-at"
 def _driver_daemonsets(target: Target) -> list[dict]:
     p = target.profile
     if not p.driver_namespace or not p.driver_selector:
-        pytest.fail(f"profile {p.name} declares no driverPods (namespace and selector): the suite cannot "
-                    "find the driver's DaemonSets to update", pytrace=False)
+        pytest.fail(
+            f"profile {p.name} declares no driverPods (namespace and selector): the suite cannot "
+            "find the driver's DaemonSets to update",
+            pytrace=False,
+        )
     # The API server reads the selector (set-based ones too); the DaemonSets are its pods' owners.
-    owners = {o["name"] for q in target.api.list("v1", "Pod", p.driver_namespace, label_selector=p.driver_selector)
-              for o in q["metadata"].get("ownerReferences") or [] if o.get("kind") == "DaemonSet"}
-    found = [ds for ds in target.api.list("apps/v1", "DaemonSet", p.driver_namespace)
-             if ds["metadata"]["name"] in owners and ds["status"].get("desiredNumberScheduled", 0) > 0]
+    owners = {
+        o["name"]
+        for q in target.api.list("v1", "Pod", p.driver_namespace, label_selector=p.driver_selector)
+        for o in q["metadata"].get("ownerReferences") or []
+        if o.get("kind") == "DaemonSet"
+    }
+    found = [
+        ds
+        for ds in target.api.list("apps/v1", "DaemonSet", p.driver_namespace)
+        if ds["metadata"]["name"] in owners and ds["status"].get("desiredNumberScheduled", 0) > 0
+    ]
     if not found:
         pytest.fail(f"no DaemonSet in {p.driver_namespace} runs pods labelled {p.driver_selector}", pytrace=False)
     return found
@@ -46,18 +57,31 @@ def _driver_daemonsets(target: Target) -> list[dict]:
 def _rolled_out(target: Target, name: str, namespace: str) -> bool:
     ds = target.api.get("apps/v1", "DaemonSet", name, namespace)
     s = ds["status"]
-    return (s.get("observedGeneration", 0) >= ds["metadata"]["generation"]
-            and s.get("updatedNumberScheduled", 0) == s["desiredNumberScheduled"]
-            == s.get("numberAvailable", 0) == s.get("currentNumberScheduled", 0)
-            and len(target.api.list("v1", "Pod", namespace, label_selector=",".join(
-                f"{k}={v}" for k, v in ds["spec"]["selector"]["matchLabels"].items()))) == s["desiredNumberScheduled"])
+    return (
+        s.get("observedGeneration", 0) >= ds["metadata"]["generation"]
+        and s.get("updatedNumberScheduled", 0)
+        == s["desiredNumberScheduled"]
+        == s.get("numberAvailable", 0)
+        == s.get("currentNumberScheduled", 0)
+        and len(
+            target.api.list(
+                "v1",
+                "Pod",
+                namespace,
+                label_selector=",".join(f"{k}={v}" for k, v in ds["spec"]["selector"]["matchLabels"].items()),
+            )
+        )
+        == s["desiredNumberScheduled"]
+    )
 
 
 def _prepare_failures(target: Target, namespace: str) -> list[str]:
     """Warning events about preparing or unpreparing claims (the kubelet's FailedPrepare... reasons)."""
-    return [f"{e['involvedObject']['name']}: {e['reason']}: {e.get('message')}"
-            for e in target.api.list("v1", "Event", namespace)
-            if e.get("type") == "Warning" and "prepare" in (e.get("reason") or "").lower()]
+    return [
+        f"{e['involvedObject']['name']}: {e['reason']}: {e.get('message')}"
+        for e in target.api.list("v1", "Event", namespace)
+        if e.get("type") == "Warning" and "prepare" in (e.get("reason") or "").lower()
+    ]
 
 
 def _prepared(target: Target, check: Checks, namespace: str, name: str) -> None:
@@ -74,23 +98,34 @@ def test_rolling_driver_update_keeps_pods_served(target: Target, check: Checks, 
     def gpu_pod(name: str, resource: str, count: int) -> dict:
         return pods.pod(name, [pods.container("main", p, {resource: count})])
 
-    before = [survivors.snapshot(scenario.run_pod_and_verify(target, check, namespace, gpu_pod(name, resource, 2),
-                                                             served_by=rid))
-              for name, resource, rid in (("before", p.extended_resource_name, p.served_by),
-                                          ("before-implicit", p.implicit_resource_name, "NAME-2"))]
+    before = [
+        survivors.snapshot(
+            scenario.run_pod_and_verify(target, check, namespace, gpu_pod(name, resource, 2), served_by=rid)
+        )
+        for name, resource, rid in (
+            ("before", p.extended_resource_name, p.served_by),
+            ("before-implicit", p.implicit_resource_name, "NAME-2"),
+        )
+    ]
     daemonsets = _driver_daemonsets(target)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for ds in daemonsets:
         api.resource("apps/v1", "DaemonSet").patch(
-            name=ds["metadata"]["name"], namespace=ds["metadata"]["namespace"],
+            name=ds["metadata"]["name"],
+            namespace=ds["metadata"]["namespace"],
             body={"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}},
-            content_type="application/merge-patch+json")
+            content_type="application/merge-patch+json",
+        )
     api.create(gpu_pod("during", p.extended_resource_name, 1), namespace)
     for ds in daemonsets:
         name, ns = ds["metadata"]["name"], ds["metadata"]["namespace"]
-        wait_for(lambda: _rolled_out(target, name, ns), timeout=300, interval=2,
-                 what=f"DaemonSet {ns}/{name} to finish its rolling update",
-                 describe=lambda: str(api.get("apps/v1", "DaemonSet", name, ns)["status"]))
+        wait_for(
+            lambda: _rolled_out(target, name, ns),
+            timeout=300,
+            interval=2,
+            what=f"DaemonSet {ns}/{name} to finish its rolling update",
+            describe=lambda: str(api.get("apps/v1", "DaemonSet", name, ns)["status"]),
+        )
     driver_setup.wait_published(api, p)
     survived = survivors.check_unchanged(target, check, before, "KUBELET-1", "the driver's rolling update")
     _prepared(target, check, namespace, "during")

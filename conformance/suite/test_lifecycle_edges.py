@@ -6,6 +6,7 @@ after the claim was made (ALLOC-8).
 Classes created here select the profile's devices and get unique names and unique explicit
 names, because the name-to-class mapping is cluster-wide.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,15 +30,18 @@ from kube.waits import WaitTimeout, holds_for, wait_for
 
 # --- NEG-7: a DeviceClass deleted while a pod uses its devices ---------------------------------
 
+
 @pytest.mark.requirement("NEG-7")
-def test_deleting_a_device_class_in_use(target: Target, check: Checks, namespace: str,
-                                        request: pytest.FixtureRequest) -> None:
+def test_deleting_a_device_class_in_use(
+    target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
+) -> None:
     api, p = target.api, target.profile
     name = f"example.com/doomed-{uuid.uuid4().hex[:8]}"
     cls = pods.create_device_class(api, request, p.driver, name, prefix="doomed")["metadata"]["name"]
     classes = {name: cls}
-    served = scenario.run_pod_and_verify(target, check, namespace,
-                                         pods.pod("user", [pods.container("main", p, {name: 1})]), classes=classes)
+    served = scenario.run_pod_and_verify(
+        target, check, namespace, pods.pod("user", [pods.container("main", p, {name: 1})]), classes=classes
+    )
     before = survivors.snapshot(served)
     api.delete(RESOURCE_API, "DeviceClass", cls)
     pods.wait_gone(api, RESOURCE_API, "DeviceClass", cls, None, timeout=60)
@@ -51,6 +55,7 @@ def test_deleting_a_device_class_in_use(target: Target, check: Checks, namespace
 
 # --- KUBELET-6: pods bound through spec.nodeName (informational) -------------------------------
 
+
 def _bypass_outcome(api: Api, p: Profile, namespace: str, name: str) -> str:
     """What became of a pod bound directly to a node: phase, reason, special claim, what it sees."""
     try:
@@ -63,11 +68,16 @@ def _bypass_outcome(api: Api, p: Profile, namespace: str, name: str) -> str:
     seen = ""
     if status.get("phase") == "Running":
         view = probe_container(api, p, pod, "main")
-        seen = ("; its probe saw no device" if p.probe.saw_nothing(view.raw)
-                else f"; its probe shows devices {view.device_ids}: {view.raw.strip()[:300]!r}")
-    return (f"phase {status.get('phase')}{waited}, reason {status.get('reason')!r}, message {status.get('message')!r}, "
-            f"extendedResourceClaimStatus {claim_status(pod)}, claims owned by the pod "
-            f"{pods.owned_claims(api, namespace, name)}, container states {json.dumps(states, default=str)}{seen}")
+        seen = (
+            "; its probe saw no device"
+            if p.probe.saw_nothing(view.raw)
+            else f"; its probe shows devices {view.device_ids}: {view.raw.strip()[:300]!r}"
+        )
+    return (
+        f"phase {status.get('phase')}{waited}, reason {status.get('reason')!r}, message {status.get('message')!r}, "
+        f"extendedResourceClaimStatus {claim_status(pod)}, claims owned by the pod "
+        f"{pods.owned_claims(api, namespace, name)}, container states {json.dumps(states, default=str)}{seen}"
+    )
 
 
 @pytest.mark.requirement("KUBELET-6")
@@ -82,13 +92,17 @@ def test_pod_bound_directly_to_a_dra_node(target: Target, check: Checks, namespa
     obj["spec"]["nodeName"] = nodes[0]  # the scheduler never sees the pod
     api.create(obj, namespace)
     try:
-        check.observe("KUBELET-6", f"pod asking for 1 {resource}, bound to {nodes[0]} through spec.nodeName: "
-                                   + _bypass_outcome(api, p, namespace, name))
+        check.observe(
+            "KUBELET-6",
+            f"pod asking for 1 {resource}, bound to {nodes[0]} through spec.nodeName: "
+            + _bypass_outcome(api, p, namespace, name),
+        )
     finally:
         api.delete("v1", "Pod", name, namespace)
 
 
 # --- QUOTA-6: quota enforced when pods and special claims are created ---------------------------
+
 
 def _refused_by_quota(write: Callable[[], Obj], what: str, shown: Callable[[], str]) -> None:
     """A write that must fail as 403 Forbidden for an exceeded quota; `shown` is added to a failure."""
@@ -96,16 +110,18 @@ def _refused_by_quota(write: Callable[[], Obj], what: str, shown: Callable[[], s
         write()
     except ApiException as err:
         body = writes.answer(err)
-        assert err.status == 403 and "exceeded quota" in body, \
+        assert err.status == 403 and "exceeded quota" in body, (
             f"{what}: expected 403 Forbidden, exceeded quota; got {err.status}: {body[:800]}\n{shown()}"
+        )
         return
     raise AssertionError(f"{what} was accepted\n{shown()}")
 
 
 @pytest.mark.requirement("QUOTA-6")
 @pytest.mark.parametrize("kind", ["explicit", "implicit"])
-def test_pod_beyond_a_requests_quota_is_refused_at_creation(target: Target, check: Checks, namespace: str,
-                                                            kind: str) -> None:
+def test_pod_beyond_a_requests_quota_is_refused_at_creation(
+    target: Target, check: Checks, namespace: str, kind: str
+) -> None:
     api, p = target.api, target.profile
     served, why = requirement("NAME-2").applies_to(target.minor, gate_enabled=True)
     if kind == "implicit" and not served:
@@ -121,9 +137,11 @@ def test_pod_beyond_a_requests_quota_is_refused_at_creation(target: Target, chec
         pods.wait_running(api, namespace, "within", timeout=180)
     beyond = pods.pod("beyond", [pods.container("main", p, {resource: 1})])
     with check("QUOTA-6"):
-        _refused_by_quota(lambda: api.create(beyond, namespace),
-                          f"pod beyond asking for 1 more {resource} than {key}=1 allows",
-                          lambda: f"quota used {used(api, namespace, 'requests')}")
+        _refused_by_quota(
+            lambda: api.create(beyond, namespace),
+            f"pod beyond asking for 1 more {resource} than {key}=1 allows",
+            lambda: f"quota used {used(api, namespace, 'requests')}",
+        )
         assert api.get("v1", "Pod", "beyond", namespace) is None, "the refused pod beyond exists"
 
 
@@ -131,20 +149,25 @@ def _refusal_signs(api: Api, namespace: str, name: str) -> str:
     """The pod's PodScheduled condition and the events about it: what shows its claim refused."""
     cond = pods.condition(pods.get(api, namespace, name), "PodScheduled")
     events = api.list("v1", "Event", namespace, field_selector=f"involvedObject.name={name}")
-    return json.dumps({"PodScheduled": {k: cond.get(k) for k in ("status", "reason", "message")},
-                       "events": sorted({f"{e.get('reason')}: {str(e.get('message'))[:300]}" for e in events})}, indent=1)
+    return json.dumps(
+        {
+            "PodScheduled": {k: cond.get(k) for k in ("status", "reason", "message")},
+            "events": sorted({f"{e.get('reason')}: {str(e.get('message'))[:300]}" for e in events}),
+        },
+        indent=1,
+    )
 
 
 @pytest.mark.requirement("QUOTA-6")
-def test_special_claim_beyond_a_claim_quota_waits_for_the_quota(target: Target, check: Checks,
-                                                                namespace: str) -> None:
+def test_special_claim_beyond_a_claim_quota_waits_for_the_quota(target: Target, check: Checks, namespace: str) -> None:
     api, p = target.api, target.profile
     ern = p.extended_resource_name
     api.create(quota("claims", [CLAIM_COUNT], limit=1), namespace)
     initialised(api, namespace, "claims")
     # The first special claim is within the quota: created, and its pod served.
-    scenario.run_pod_and_verify(target, check, namespace, pods.pod("holder", [pods.container("main", p, {ern: 1})]),
-                                served_by="QUOTA-6")
+    scenario.run_pod_and_verify(
+        target, check, namespace, pods.pod("holder", [pods.container("main", p, {ern: 1})]), served_by="QUOTA-6"
+    )
     # The claim count does not limit pods: the second pod is admitted, its special claim is not.
     api.create(pods.pod("waiter", [pods.container("main", p, {ern: 1})]), namespace)
     pods.check_stays_unscheduled(api, check, namespace, "waiter", "QUOTA-6", duration=15, reason=None)
@@ -171,8 +194,12 @@ def _gated_pod(api: Api, p: Profile, namespace: str, name: str) -> Obj:
 
 def _ungate(api: Api, namespace: str, name: str) -> None:
     pods.wait_elapsed(2)  # for the scheduler's claim cache to hold the claims created before
-    api.resource("v1", "Pod").patch(name=name, namespace=namespace, body={"spec": {"schedulingGates": None}},
-                                    content_type="application/merge-patch+json")
+    api.resource("v1", "Pod").patch(
+        name=name,
+        namespace=namespace,
+        body={"spec": {"schedulingGates": None}},
+        content_type="application/merge-patch+json",
+    )
 
 
 def _claim_for(p: Profile, name: str, pod: Obj, annotation: str, controller: bool) -> Obj:
@@ -180,8 +207,15 @@ def _claim_for(p: Profile, name: str, pod: Obj, annotation: str, controller: boo
     `controller` is always set: an ownerReference without it can crash some schedulers."""
     claim = pods.user_claim(name, p.device_class)
     claim["metadata"]["annotations"] = {ANNOTATION: annotation}
-    claim["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
-                                             "uid": pod["metadata"]["uid"], "controller": controller}]
+    claim["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": pod["metadata"]["name"],
+            "uid": pod["metadata"]["uid"],
+            "controller": controller,
+        }
+    ]
     return claim
 
 
@@ -193,16 +227,19 @@ def _taken(api: Api, namespace: str, name: str, uid: str, pod_name: str) -> str:
         return f"claim {name} was deleted"
     status = claim.get("status") or {}
     if status.get("allocation") or status.get("reservedFor") or claim["metadata"].get("finalizers"):
-        return (f"claim {name} was allocated or reserved: finalizers {claim['metadata'].get('finalizers')}, "
-                f"status {json.dumps(status, default=str)}")
+        return (
+            f"claim {name} was allocated or reserved: finalizers {claim['metadata'].get('finalizers')}, "
+            f"status {json.dumps(status, default=str)}"
+        )
     if (claim_status(pods.get(api, namespace, pod_name)) or {}).get("resourceClaimName") == name:
         return f"the pod status names claim {name}"
     return ""
 
 
 @pytest.mark.requirement("ALLOC-9")
-def test_claim_without_both_marks_is_not_taken_for_the_special_claim(target: Target, check: Checks,
-                                                                     namespace: str) -> None:
+def test_claim_without_both_marks_is_not_taken_for_the_special_claim(
+    target: Target, check: Checks, namespace: str
+) -> None:
     api, p = target.api, target.profile
     pod = _gated_pod(api, p, namespace, "owner")
     decoys = [  # each lacks one of the two marks
@@ -218,16 +255,21 @@ def test_claim_without_both_marks_is_not_taken_for_the_special_claim(target: Tar
     # A scheduler taking a decoy for its own deletes it as stale or uses it: either shows before
     # (or without) the pod running; one that ignores them runs the pod with a claim of its own.
     try:
-        wait_for(lambda: taken() or (pods.get(api, namespace, "owner").get("status") or {}).get("phase") == "Running",
-                 timeout=180, what="pod owner to run, or a claim to be taken for its own",
-                 describe=lambda: pods.summary(api, namespace, "owner"))
+        wait_for(
+            lambda: taken() or (pods.get(api, namespace, "owner").get("status") or {}).get("phase") == "Running",
+            timeout=180,
+            what="pod owner to run, or a claim to be taken for its own",
+            describe=lambda: pods.summary(api, namespace, "owner"),
+        )
     except WaitTimeout:
         pass  # the claims are checked whatever the pod did; its running is checked below
     # A taken claim also explains a pod that does not run: then the test ends here.
     with check("ALLOC-9", stop=True, observed=lambda: pods.summary(api, namespace, "owner")):
         found = taken()
-        assert not found, "claims lacking the annotation \"true\" or the controller reference were taken for the " \
-                          "pod's special claim: " + "; ".join(found)
+        assert not found, (
+            'claims lacking the annotation "true" or the controller reference were taken for the '
+            "pod's special claim: " + "; ".join(found)
+        )
     with check(target.profile.served_by, stop=True):
         running = pods.wait_running(api, namespace, "owner", timeout=10)
     scenario.verify_served(target, check, running)
@@ -242,10 +284,14 @@ def test_claim_with_both_marks_is_taken_for_the_special_claim(target: Target, ch
     # Taken: deleted as a stale claim of an earlier cycle (which has requests, as this one does;
     # ALLOC-8), or used. Ignored: left alone while the pod status names another claim.
     with check("ALLOC-9", observed=lambda: pods.summary(api, namespace, "owner")):
-        wait_for(lambda: _taken(api, namespace, "marked", uid, "owner") or claim_status(pods.get(api, namespace, "owner")),
-                 timeout=90, what="claim marked to be taken for pod owner's special claim, or another to be named")
-        assert _taken(api, namespace, "marked", uid, "owner"), \
-            "claim marked (annotation \"true\", controller reference to the pod) was ignored: the pod got another claim"
+        wait_for(
+            lambda: _taken(api, namespace, "marked", uid, "owner") or claim_status(pods.get(api, namespace, "owner")),
+            timeout=90,
+            what="claim marked to be taken for pod owner's special claim, or another to be named",
+        )
+        assert _taken(api, namespace, "marked", uid, "owner"), (
+            'claim marked (annotation "true", controller reference to the pod) was ignored: the pod got another claim'
+        )
 
 
 # --- ALLOC-8: a binding that fails after the special claim was created -------------------------
@@ -258,22 +304,49 @@ def _refuse_bindings(api: Api, profile: Profile, request: pytest.FixtureRequest,
     Bind, after PreBind created the special claim. Returns the policy binding's name, whose
     deletion lets bindings through again."""
     name = f"kep5004-refuse-bindings-{uuid.uuid4().hex[:6]}"
-    policy = labelled({"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
-                       "spec": {"failurePolicy": "Fail",
-                                # the scheduler binds through pods/binding; the canaries below through bindings
-                                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                                                        "operations": ["CREATE"],
-                                                                        "resources": ["pods/binding", "bindings"]}]},
-                                "validations": [{"expression": "false", "message": REFUSED}]}})
-    binding = labelled({"apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding",
-                        "metadata": {"name": name},
-                        "spec": {"policyName": name, "validationActions": ["Deny"], "matchResources": {
-                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}}})
+    policy = labelled(
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                # the scheduler binds through pods/binding; the canaries below through bindings
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE"],
+                            "resources": ["pods/binding", "bindings"],
+                        }
+                    ]
+                },
+                "validations": [{"expression": "false", "message": REFUSED}],
+            },
+        }
+    )
+    binding = labelled(
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
+            },
+        }
+    )
     api.create(policy)
     api.create(binding)
     if not request.config.getoption("--keep"):
-        request.addfinalizer(lambda: [api.delete(ADMISSION_API, kind, name) for kind in
-                                      ("ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy")])
+        request.addfinalizer(
+            lambda: [
+                api.delete(ADMISSION_API, kind, name)
+                for kind in ("ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy")
+            ]
+        )
     _until_refused(api, profile, namespace)
     return name
 
@@ -291,18 +364,27 @@ def _until_refused(api: Api, profile: Profile, namespace: str) -> None:
         canary["spec"]["schedulerName"] = "kep5004-no-such-scheduler"
         api.create(canary, namespace)
         try:
-            api.create({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
-                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, namespace)
+            api.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": name},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+                },
+                namespace,
+            )
         except ApiException as err:
             return REFUSED in writes.answer(err)
         return False
+
     wait_for(refused_now, timeout=60, interval=1, what=f"bindings in {namespace} refused by the suite's policy")
 
 
 @pytest.mark.serial  # the scheduler's retries back off: alone, they come within seconds
 @pytest.mark.requirement("ALLOC-8")
-def test_failed_binding_leaves_a_single_special_claim(target: Target, check: Checks, namespace: str,
-                                                      request: pytest.FixtureRequest) -> None:
+def test_failed_binding_leaves_a_single_special_claim(
+    target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
+) -> None:
     """Bindings are refused until the scheduler has failed to bind the pod after creating its
     special claim; while they are, a pod never owns two special claims, and once they are let
     through the pod runs with exactly one, the one its status names."""
@@ -327,9 +409,13 @@ def test_failed_binding_leaves_a_single_special_claim(target: Target, check: Che
     with check("ALLOC-8", stop=True, observed=lambda: pods.summary(api, namespace, "rebound")):
         why = wait_for(refused, timeout=120, interval=1, what="a binding of pod rebound refused")
         # The scheduler retries (and is refused) meanwhile.
-        holds_for(lambda: len(owned_now()) <= 1, duration=15, interval=1,
-                  what="pod rebound owning at most one special claim while its bindings are refused",
-                  describe=lambda: f"owns {owned_now()}")
+        holds_for(
+            lambda: len(owned_now()) <= 1,
+            duration=15,
+            interval=1,
+            what="pod rebound owning at most one special claim while its bindings are refused",
+            describe=lambda: f"owns {owned_now()}",
+        )
     api.delete(ADMISSION_API, "ValidatingAdmissionPolicyBinding", refusal)
     with check("ALLOC-8", stop=True):
         running = pods.wait_running(api, namespace, "rebound", timeout=180)
@@ -337,7 +423,6 @@ def test_failed_binding_leaves_a_single_special_claim(target: Target, check: Che
     final = served.claim["metadata"]["name"]
     with check("ALLOC-8", observed=lambda: pods.observed("", served.pod, served.claim)):
         owned = [c["metadata"]["name"] for c in claims_owned_by(api, served.pod)]
-        assert owned == [final], f"after a refused binding ({why!r}) pod rebound owns {owned}; " \
-                                 f"its status names {final}"
+        assert owned == [final], f"after a refused binding ({why!r}) pod rebound owns {owned}; its status names {final}"
         stale = [name for name in seen - {final} if api.get(RESOURCE_API, "ResourceClaim", name, namespace)]
         assert not stale, f"claims made for the refused bindings still exist: {stale}"

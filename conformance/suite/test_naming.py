@@ -5,6 +5,7 @@ names and unique explicit names, because the name-to-class mapping is cluster-wi
 name-resolution check reads the special claim before scenario.verify_served, whose claim
 problems end the test (see conformance/lib/resolution.py).
 """
+
 from __future__ import annotations
 
 import uuid
@@ -36,27 +37,35 @@ def _check_resolved(check: Checks, rid: str, pod: Obj, claim: Obj | None, classe
     """`rid`: each name in `classes` resolved to its class, with as many devices as the container asked."""
     with check(rid):
         bad = misresolved(pod, claim, classes)
-        assert not bad, pods.observed(f"expected {classes}; not served as asked: {bad}; resolved: {resolution(pod, claim)}",
-                                      pod, claim)
+        assert not bad, pods.observed(
+            f"expected {classes}; not served as asked: {bad}; resolved: {resolution(pod, claim)}", pod, claim
+        )
 
 
 @pytest.mark.requirement("NAME-2")
 def test_implicit_name_of_the_profile_class(target: Target, check: Checks, namespace: str) -> None:
     p = target.profile
-    pod, claim = _run(target, check, namespace,
-                      pods.pod("implicit", [pods.container("main", p, {p.implicit_resource_name: 1})]), "NAME-2")
+    pod, claim = _run(
+        target,
+        check,
+        namespace,
+        pods.pod("implicit", [pods.container("main", p, {p.implicit_resource_name: 1})]),
+        "NAME-2",
+    )
     _check_resolved(check, "NAME-2", pod, claim, {p.implicit_resource_name: p.device_class})
     scenario.verify_served(target, check, pod)
 
 
 @pytest.mark.requirement("NAME-2")
-def test_implicit_name_of_a_class_without_explicit_name(target: Target, check: Checks, namespace: str,
-                                                        request: pytest.FixtureRequest) -> None:
+def test_implicit_name_of_a_class_without_explicit_name(
+    target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
+) -> None:
     p = target.profile
     cls = pods.create_device_class(target.api, request, p.driver, prefix="implicit")["metadata"]["name"]
     name = IMPLICIT_PREFIX + cls
-    pod, claim = _run(target, check, namespace,
-                      pods.pod("implicit-new", [pods.container("main", p, {name: 2})]), "NAME-2")
+    pod, claim = _run(
+        target, check, namespace, pods.pod("implicit-new", [pods.container("main", p, {name: 2})]), "NAME-2"
+    )
     _check_resolved(check, "NAME-2", pod, claim, {name: cls})
     scenario.verify_served(target, check, pod, classes={name: cls})
 
@@ -83,20 +92,21 @@ def _classes_sharing_a_name(api: Api, request: pytest.FixtureRequest, driver: st
 
 
 @pytest.mark.requirement("NAME-3")
-def test_newest_class_wins_a_shared_explicit_name(target: Target, check: Checks, namespace: str,
-                                                  request: pytest.FixtureRequest) -> None:
+def test_newest_class_wins_a_shared_explicit_name(
+    target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
+) -> None:
     p = target.profile
     shared, older, newer = _classes_sharing_a_name(target.api, request, p.driver)
     # Both classes stay untouched until the check (BUG-5; the next test touches the loser).
-    pod, claim = _run(target, check, namespace,
-                      pods.pod("dup", [pods.container("main", p, {shared: 1})]), "NAME-3")
+    pod, claim = _run(target, check, namespace, pods.pod("dup", [pods.container("main", p, {shared: 1})]), "NAME-3")
     _check_resolved(check, "NAME-3", pod, claim, {shared: newer})
     scenario.verify_served(target, check, pod, classes={shared: newer})
 
 
 @pytest.mark.requirement("NAME-3")
-def test_deleting_the_losing_class_keeps_the_winner(target: Target, check: Checks, namespace: str,
-                                                    request: pytest.FixtureRequest) -> None:
+def test_deleting_the_losing_class_keeps_the_winner(
+    target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
+) -> None:
     api, p = target.api, target.profile
     shared, older, newer = _classes_sharing_a_name(api, request, p.driver)
     api.delete(RESOURCE_API, "DeviceClass", older)
@@ -106,11 +116,18 @@ def test_deleting_the_losing_class_keeps_the_winner(target: Target, check: Check
     # Running, or reported Unschedulable first (the bug's signature; then a short grace period
     # for a scheduler that was merely late), so that a buggy cluster does not cost the full timeout.
     with check("NAME-3", stop=True):
-        wait_for(lambda: (found := api.get("v1", "Pod", "dup-after", namespace)) and (
-            (found.get("status") or {}).get("phase") == "Running"
-            or pods.condition(found, "PodScheduled").get("reason") == "Unschedulable"),
-            timeout=120, what="pod dup-after to run or be reported Unschedulable",
-            describe=lambda: pods.summary(api, namespace, "dup-after"))
+        wait_for(
+            lambda: (
+                (found := api.get("v1", "Pod", "dup-after", namespace))
+                and (
+                    (found.get("status") or {}).get("phase") == "Running"
+                    or pods.condition(found, "PodScheduled").get("reason") == "Unschedulable"
+                )
+            ),
+            timeout=120,
+            what="pod dup-after to run or be reported Unschedulable",
+            describe=lambda: pods.summary(api, namespace, "dup-after"),
+        )
     try:
         pod = pods.wait_running(api, namespace, "dup-after", timeout=30)
     except WaitTimeout as err:
@@ -129,15 +146,17 @@ def test_unmapped_name_stays_unschedulable(target: Target, check: Checks, namesp
     api.create(pods.pod("unmapped", [pods.container("main", p, {name: 1})]), namespace)
     with check("NAME-4"):
         pods.wait_unschedulable(api, namespace, "unmapped", timeout=90)
-        assert pods.is_unscheduled(api, namespace, "unmapped"), ("Unschedulable, but not Pending without a node, "
-                                                                 "a special claim and a status: "
-                                                                 + pods.unscheduled_state(api, namespace, "unmapped"))
+        assert pods.is_unscheduled(api, namespace, "unmapped"), (
+            "Unschedulable, but not Pending without a node, "
+            "a special claim and a status: " + pods.unscheduled_state(api, namespace, "unmapped")
+        )
     pods.check_stays_unscheduled(api, check, namespace, "unmapped", "NEG-5", duration=15)
 
 
 @pytest.mark.requirement("NAME-5")
-def test_pod_created_before_its_class_runs_once_the_class_exists(target: Target, check: Checks, namespace: str,
-                                                                 request: pytest.FixtureRequest) -> None:
+def test_pod_created_before_its_class_runs_once_the_class_exists(
+    target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
+) -> None:
     api, p = target.api, target.profile
     name = f"example.com/late-{uuid.uuid4().hex[:8]}"
     api.create(pods.pod("early", [pods.container("main", p, {name: 1})]), namespace)
@@ -149,8 +168,11 @@ def test_pod_created_before_its_class_runs_once_the_class_exists(target: Target,
     timeout = 420 if target.minor <= (1, 34) else 180
     with check("NAME-5", stop=True):
         pod = pods.wait_running(api, namespace, "early", timeout=timeout)
-    check.that("NAME-5", pod["metadata"]["uid"] == before["metadata"]["uid"],
-               f"pod was recreated: uid {before['metadata']['uid']} -> {pod['metadata']['uid']}")
+    check.that(
+        "NAME-5",
+        pod["metadata"]["uid"] == before["metadata"]["uid"],
+        f"pod was recreated: uid {before['metadata']['uid']} -> {pod['metadata']['uid']}",
+    )
     scenario.verify_served(target, check, pod, classes={name: cls})
 
 
@@ -162,11 +184,15 @@ def test_zero_request_runs_without_claim(target: Target, check: Checks, namespac
         pod = pods.wait_running(api, namespace, "zero", timeout=180)
     with check("NAME-6"):
         assert claim_status(pod) is None, f"status set for a zero request: {pods.summary(api, namespace, 'zero')}"
-        assert pods.owned_claims(api, namespace, "zero") == [], \
+        assert pods.owned_claims(api, namespace, "zero") == [], (
             f"a claim was created for a zero request: {pods.unscheduled_state(api, namespace, 'zero')}"
+        )
     seen = probe_container(api, p, pod, "main")
-    check.that("KUBELET-2", p.probe.saw_nothing(seen.raw),
-               f"container asking for 0 sees devices (or its probe did not run): {seen.raw.strip()[:400]!r}")
+    check.that(
+        "KUBELET-2",
+        p.probe.saw_nothing(seen.raw),
+        f"container asking for 0 sees devices (or its probe did not run): {seen.raw.strip()[:400]!r}",
+    )
 
 
 @pytest.mark.requirement("NAME-7")
@@ -174,13 +200,13 @@ def test_explicit_and_implicit_names_are_not_merged(target: Target, check: Check
     p = target.profile
     needs_explicit_name(target.profile)
     resources = {p.extended_resource_name: 2, p.implicit_resource_name: 1}
-    pod, claim = _run(target, check, namespace,
-                      pods.pod("both", [pods.container("main", p, resources)]), "NAME-7")
+    pod, claim = _run(target, check, namespace, pods.pod("both", [pods.container("main", p, resources)]), "NAME-7")
     # Each name its own mapping to a request of its own count: a merged request (count 3, or both
     # mappings naming one request) cannot show 2 for one name and 1 for the other.
     _check_resolved(check, "NAME-7", pod, claim, {n: p.device_class for n in resources})
     with check("NAME-7"):
         devices = allocated_devices(claim or {})
-        assert len(devices) == 3 == len(set(devices)), \
-            pods.observed(f"expected 3 distinct devices for 2 + 1 units, the claim has {devices}", pod, claim)
+        assert len(devices) == 3 == len(set(devices)), pods.observed(
+            f"expected 3 distinct devices for 2 + 1 units, the claim has {devices}", pod, claim
+        )
     scenario.verify_served(target, check, pod)

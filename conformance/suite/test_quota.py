@@ -7,6 +7,7 @@ Quota keys:
   requests.deviceclass.resource.kubernetes.io/<cls>  devices of the class via claims and names (QUOTA-4, 1.35+)
 A pod's devices must be charged once (QUOTA-5). The keys are listed in conformance/lib/quota.py.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -40,14 +41,20 @@ def test_quota_counts_special_claim_once(target: Target, check: Checks, namespac
     initialised(api, namespace, "dra")
     # An ordinary claim for one device of the class, not used by any pod (quota counts its spec).
     api.create(pods.user_claim("unused", cls, count=1), namespace)
-    served = scenario.run_pod_and_verify(target, check, namespace,
-                                         pods.pod("quota", [pods.container("main", p, resources)]),
-                                         served_by="NAME-2" if modern else "NAME-1")
+    served = scenario.run_pod_and_verify(
+        target,
+        check,
+        namespace,
+        pods.pod("quota", [pods.container("main", p, resources)]),
+        served_by="NAME-2" if modern else "NAME-1",
+    )
     now = settle(api, namespace, "dra", expected)
 
     def shown() -> str:
-        return (f"quota used {now}, expected {expected}\n{pods.summary(api, namespace, 'quota')}\n"
-                f"special claim requests: {served.claim['spec']['devices']['requests']}")
+        return (
+            f"quota used {now}, expected {expected}\n{pods.summary(api, namespace, 'quota')}\n"
+            f"special claim requests: {served.claim['spec']['devices']['requests']}"
+        )
 
     with check("QUOTA-1"):
         assert now.get(CLAIM_COUNT) == 2, f"the special claim + the ordinary claim should count 2: {shown()}"
@@ -67,29 +74,39 @@ def test_quota_counts_special_claim_once(target: Target, check: Checks, namespac
 
 
 @pytest.mark.requirement("QUOTA-4")
-def test_implicit_quota_key_for_class_without_explicit_name(target: Target, check: Checks, namespace: str,
-                                                             request: pytest.FixtureRequest) -> None:
+def test_implicit_quota_key_for_class_without_explicit_name(
+    target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
+) -> None:
     api, p = target.api, target.profile
     cls = pods.create_device_class(api, request, p.driver, prefix="quota")["metadata"]["name"]
     expected = {CLAIM_COUNT: 1, devices_key(cls): 2, implicit_key(cls): 2}
     api.create(quota("implicit", list(expected)), namespace)
     initialised(api, namespace, "implicit")
     name = IMPLICIT_PREFIX + cls
-    scenario.run_pod_and_verify(target, check, namespace,
-                                pods.pod("implicit-quota", [pods.container("main", p, {name: 2})]),
-                                classes={name: cls}, served_by="NAME-2")
+    scenario.run_pod_and_verify(
+        target,
+        check,
+        namespace,
+        pods.pod("implicit-quota", [pods.container("main", p, {name: 2})]),
+        classes={name: cls},
+        served_by="NAME-2",
+    )
     now = settle(api, namespace, "implicit", expected)
     # The key counts the class's devices requested through the implicit name, whether or not the
     # class declares an explicit name (the spec's open question, settled on 1.36.3 and 1.37.2:
     # docs/findings.md).
-    check.that("QUOTA-4", now.get(implicit_key(cls), 0) == 2,
-               f"{implicit_key(cls)} for class {cls} without extendedResourceName is {now.get(implicit_key(cls), 0)}, "
-               f"expected 2 (quota used {now}; claims counted {now.get(CLAIM_COUNT)}, class devices {now.get(devices_key(cls))})")
+    check.that(
+        "QUOTA-4",
+        now.get(implicit_key(cls), 0) == 2,
+        f"{implicit_key(cls)} for class {cls} without extendedResourceName is {now.get(implicit_key(cls), 0)}, "
+        f"expected 2 (quota used {now}; claims counted {now.get(CLAIM_COUNT)}, class devices {now.get(devices_key(cls))})",
+    )
 
 
 @pytest.mark.requirement("QUOTA-1", "QUOTA-2", "QUOTA-3", "QUOTA-4", "QUOTA-5")
-def test_quota_with_init_sidecar_and_main_containers_and_a_user_claim(target: Target, check: Checks,
-                                                                       namespace: str) -> None:
+def test_quota_with_init_sidecar_and_main_containers_and_a_user_claim(
+    target: Target, check: Checks, namespace: str
+) -> None:
     """Upstream's quota scenario: an init container, a sidecar and the main container each ask for
     one unit of the explicit and one of the implicit name, the main container also uses a claim of
     its own for one device. The init container reuses the others' devices (CTR-3), so the pod holds
@@ -100,16 +117,26 @@ def test_quota_with_init_sidecar_and_main_containers_and_a_user_claim(target: Ta
     applies, why = requirement("QUOTA-3").applies_to(target.minor, gate_enabled=True)
     if not applies:
         pytest.skip(why)
-    expected = {CLAIM_COUNT: ("QUOTA-1", 2), devices_key(cls): ("QUOTA-2", 5), f"requests.{ern}": ("QUOTA-3", 5),
-                implicit_key(cls): ("QUOTA-4", 5)}
+    expected = {
+        CLAIM_COUNT: ("QUOTA-1", 2),
+        devices_key(cls): ("QUOTA-2", 5),
+        f"requests.{ern}": ("QUOTA-3", 5),
+        implicit_key(cls): ("QUOTA-4", 5),
+    }
     api.create(quota("containers", list(expected)), namespace)
     initialised(api, namespace, "containers")
     api.create(pods.user_claim("own", cls, count=1), namespace)
     both = {ern: 1, p.implicit_resource_name: 1}
     main = pods.container("main", p, both)
     main["resources"]["claims"] = [{"name": "own"}]
-    pod = pods.pod("containers", [main], init=[pods.container("init", p, both, command=p.probe.shell),
-                                               pods.container("sidecar", p, both, restart_always=True)])
+    pod = pods.pod(
+        "containers",
+        [main],
+        init=[
+            pods.container("init", p, both, command=p.probe.shell),
+            pods.container("sidecar", p, both, restart_always=True),
+        ],
+    )
     pod["spec"]["resourceClaims"] = [{"name": "own", "resourceClaimName": "own"}]
     scenario.run_pod_and_verify(target, check, namespace, pod, served_by="NAME-2")
     now = settle(api, namespace, "containers", {key: value for key, (_, value) in expected.items()})
@@ -121,8 +148,12 @@ def test_quota_with_init_sidecar_and_main_containers_and_a_user_claim(target: Ta
     counted = {key: now.get(key, 0) for key in (devices_key(cls), f"requests.{ern}", implicit_key(cls))}
     judged = {key: n for key, n in counted.items() if n >= 5}
     if judged:
-        check.that("QUOTA-5", all(n == 5 for n in judged.values()),
-                   f"a device key counts more than the 5 devices of the class in use: {now}")
+        check.that(
+            "QUOTA-5",
+            all(n == 5 for n in judged.values()),
+            f"a device key counts more than the 5 devices of the class in use: {now}",
+        )
     else:
-        check.not_tested("QUOTA-5", f"every device key under-counts the 5 devices in use ({counted}): a double count "
-                                    "cannot show")
+        check.not_tested(
+            "QUOTA-5", f"every device key under-counts the 5 devices in use ({counted}): a double count cannot show"
+        )

@@ -7,6 +7,7 @@ use the class each name resolves to, every container's probe must show exactly i
 no device may be shared between pods of the workload. A profile without a workload set gets
 `not tested`, with the reason.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,7 +46,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _pod_specs(objs: list[dict]) -> list[dict]:
-    return [o["spec"] if o["kind"] == "Pod" else o["spec"]["template"]["spec"] for o in objs if o["kind"] in WORKLOAD_KINDS]
+    return [
+        o["spec"] if o["kind"] == "Pod" else o["spec"]["template"]["spec"] for o in objs if o["kind"] in WORKLOAD_KINDS
+    ]
 
 
 def _expected_pods(objs: list[dict]) -> int:
@@ -65,23 +68,30 @@ def _has_plain_init(spec: dict) -> bool:
 
 
 @pytest.mark.requirement("NAME-1", "NAME-2", "ALLOC-1", "CTR-1", "STATUS-1")
-def test_unmodified_workload_runs_on_dra_devices(target: Target, check: Checks, namespace: str,
-                                                 manifest: Path | None) -> None:
+def test_unmodified_workload_runs_on_dra_devices(
+    target: Target, check: Checks, namespace: str, manifest: Path | None
+) -> None:
     api, p = target.api, target.profile
     if manifest is None:
         pytest.skip(f"not tested: profile {p.name} names no stored workload set (workloads:)")
     objs = load_manifest(manifest)
     names = requested_names(objs)
-    classes_used = {r["exactly"]["deviceClassName"] for o in objs if o["kind"] == "ResourceClaim"
-                    for r in o["spec"]["devices"]["requests"]}
+    classes_used = {
+        r["exactly"]["deviceClassName"]
+        for o in objs
+        if o["kind"] == "ResourceClaim"
+        for r in o["spec"]["devices"]["requests"]
+    }
     images = {c["image"] for s in _pod_specs(objs) for c in [*(s.get("initContainers") or []), *s["containers"]]}
     # name -> the requirement that it resolves to the profile's class
     served_names = {p.extended_resource_name: "NAME-1", p.implicit_resource_name: "NAME-2"}
     # A set given with a profile (e.g. by path) may hold manifests written for another driver.
     if not (names <= set(served_names) and classes_used <= {p.device_class} and images <= {p.workload_image}):
-        pytest.skip(f"not tested: {manifest.name} asks for {sorted(names)}, classes {sorted(classes_used)}, images "
-                    f"{sorted(images)}; profile {p.name} serves {sorted(served_names)}, class "
-                    f"{p.device_class}, image {p.workload_image}")
+        pytest.skip(
+            f"not tested: {manifest.name} asks for {sorted(names)}, classes {sorted(classes_used)}, images "
+            f"{sorted(images)}; profile {p.name} serves {sorted(served_names)}, class "
+            f"{p.device_class}, image {p.workload_image}"
+        )
     implicit = p.implicit_resource_name in names
     served, why = requirement("NAME-2").applies_to(target.minor, gate_enabled=True)
     if implicit and not served:
@@ -102,7 +112,9 @@ def test_unmodified_workload_runs_on_dra_devices(target: Target, check: Checks, 
         return ok if len(ok) >= want else None
 
     with check("NAME-2" if implicit else "NAME-1", stop=True):
-        ready = wait_for(running, timeout=300, interval=2, what=f"{want} pods of {manifest.name} Running", describe=describe)
+        ready = wait_for(
+            running, timeout=300, interval=2, what=f"{want} pods of {manifest.name} Running", describe=describe
+        )
 
     held: dict[str, list[tuple[str, str]]] = {}  # "pod/claim" -> devices, for the pods' special and own claims
     for q in ready:
@@ -117,8 +129,12 @@ def test_unmodified_workload_runs_on_dra_devices(target: Target, check: Checks, 
             if expected_requests(q, {resource: p.device_class}):
                 with check(rid):
                     bad = misresolved(q, claim, {resource: p.device_class}, exact)
-                    assert not bad, pods.observed(f"pod {name}: {resource} not served by {p.device_class} as asked: {bad}; "
-                                                  f"resolved: {resolution(q, claim)}", q, claim)
+                    assert not bad, pods.observed(
+                        f"pod {name}: {resource} not served by {p.device_class} as asked: {bad}; "
+                        f"resolved: {resolution(q, claim)}",
+                        q,
+                        claim,
+                    )
         served = scenario.verify_served(target, check, q, exact_counts=exact)
         for c in [served.claim["metadata"]["name"], *[n for n in devices_lib.user_claim_names(q).values() if n]]:
             held[f"{name}/{c}"] = pods.claim_devices(api, namespace, c)
@@ -128,8 +144,14 @@ def test_unmodified_workload_runs_on_dra_devices(target: Target, check: Checks, 
 
     for job in (o for o in created if o["kind"] == "Job"):
         with check("NAME-1"):
-            wait_for(lambda: ((api.get("batch/v1", "Job", job["metadata"]["name"], namespace) or {}).get("status") or {})
-                     .get("succeeded"), timeout=180, what=f"job {job['metadata']['name']} to complete", describe=describe)
+            wait_for(
+                lambda: (
+                    (api.get("batch/v1", "Job", job["metadata"]["name"], namespace) or {}).get("status") or {}
+                ).get("succeeded"),
+                timeout=180,
+                what=f"job {job['metadata']['name']} to complete",
+                describe=describe,
+            )
 
 
 def _check_finished(target: Target, check: Checks, q: dict) -> None:
@@ -139,13 +161,16 @@ def _check_finished(target: Target, check: Checks, q: dict) -> None:
     api, p = target.api, target.profile
     name, ns, node = q["metadata"]["name"], q["metadata"]["namespace"], q["spec"].get("nodeName")
     with check("STATUS-1"):
-        assert claim_status(q) is not None, f"finished pod {name} never named a special claim: {pods.summary(api, ns, name)}"
+        assert claim_status(q) is not None, (
+            f"finished pod {name} never named a special claim: {pods.summary(api, ns, name)}"
+        )
     ids, spelled = devices_lib.device_ids(api, p), devices_lib.channel_ids(api, p)
     claim = special_claim(api, q)
     allocated = bool(claim and (claim.get("status") or {}).get("allocation"))
     # A probe that names requests is judged from the pod's status, which outlives the claim.
-    expected = (devices_lib.expected_per_container(q, claim, ids, p.probe)
-                if allocated or not p.probe.names_devices else None)
+    expected = (
+        devices_lib.expected_per_container(q, claim, ids, p.probe) if allocated or not p.probe.names_devices else None
+    )
     pools = pods.pool_nodes(api, p.driver)
     on_node = {i for (pool, _), i in ids.items() if pools.get(pool) == node}
     asked = expected_requests(q, {p.extended_resource_name: p.device_class, p.implicit_resource_name: p.device_class})
@@ -158,7 +183,13 @@ def _check_finished(target: Target, check: Checks, q: dict) -> None:
             ok = len(seen.device_ids) == count == len(set(seen.device_ids)) and set(seen.device_ids) <= on_node
             wanted = f"{count} distinct of node {node}'s {sorted(on_node)} (claim released)"
         # The profile's further channels (e.g. environment variables) must name the same devices.
-        ok = ok and all(shown == devices_lib.as_channel(spelled, channel, seen.device_ids)
-                        for channel, shown in seen.channels.items())
-        check.that("CTR-1", ok, f"container {c['name']} of finished pod {name} saw {seen.device_ids} "
-                                f"(channels {seen.channels}), expected {wanted}; probe output: {seen.raw.strip()[:400]!r}")
+        ok = ok and all(
+            shown == devices_lib.as_channel(spelled, channel, seen.device_ids)
+            for channel, shown in seen.channels.items()
+        )
+        check.that(
+            "CTR-1",
+            ok,
+            f"container {c['name']} of finished pod {name} saw {seen.device_ids} "
+            f"(channels {seen.channels}), expected {wanted}; probe output: {seen.raw.strip()[:400]!r}",
+        )

@@ -6,6 +6,7 @@ PATH that logs every call: "nothing created" means docker was asked no more than
 report directory exists and the cache holds no cluster state. docs/bad-input.md lists the
 whole matrix, with the kubeconfig, profile and manifest rows tested in test_cli and test_byo.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -100,8 +101,9 @@ def assert_nothing_created(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("argv, engine, words", MATRIX, ids=[" ".join(a) + f" [{e}]" for a, e, _ in MATRIX])
-def test_a_mistake_is_one_line_exit_2_and_nothing_is_created(tmp_path: Path, host, argv: list[str], engine: str,
-                                                             words: list[str]) -> None:
+def test_a_mistake_is_one_line_exit_2_and_nothing_is_created(
+    tmp_path: Path, host, argv: list[str], engine: str, words: list[str]
+) -> None:
     code, stderr = host(argv, engine)
     assert code == 2, stderr
     lines = stderr.strip().splitlines()

@@ -1,4 +1,5 @@
 """make bench's arithmetic and plots, from made-up batches (no cluster)."""
+
 from __future__ import annotations
 
 import threading
@@ -16,8 +17,11 @@ from conformance.lib.profile import load
 def _batches() -> list[Batch]:
     # device-plugin twice as fast to run a pod and to bind the batch as the two DRA ways
     speed = {"device-plugin": 1.0, "dra-extended": 2.0, "claim-template": 2.0}
-    return [Batch(m, [0.5 * speed[m], 1.0 * speed[m]], [0.1, 2.0 * speed[m]], 2 / (2.0 * speed[m]))
-            for _ in range(2) for m in MECHANISMS]
+    return [
+        Batch(m, [0.5 * speed[m], 1.0 * speed[m]], [0.1, 2.0 * speed[m]], 2 / (2.0 * speed[m]))
+        for _ in range(2)
+        for m in MECHANISMS
+    ]
 
 
 def test_ratios_are_against_the_device_plugin() -> None:
@@ -38,9 +42,13 @@ def test_each_mechanism_asks_for_its_gpu_its_own_way() -> None:
     dra, dp, claim = (bench_pod("p", profile, m)["spec"] for m in MECHANISMS)
     name = profile.extended_resource_name
     assert dra["containers"][0]["resources"]["limits"] == {name: "1"} == dp["containers"][0]["resources"]["limits"]
-    assert (dra["nodeSelector"], dp["nodeSelector"]) == ({"fake-gpu.kep5004.io/mode": "dra"},
-                                                         {"fake-gpu.kep5004.io/mode": "device-plugin"})
-    assert claim["resourceClaims"][0]["resourceClaimTemplateName"] and "limits" not in claim["containers"][0]["resources"]
+    assert (dra["nodeSelector"], dp["nodeSelector"]) == (
+        {"fake-gpu.kep5004.io/mode": "dra"},
+        {"fake-gpu.kep5004.io/mode": "device-plugin"},
+    )
+    assert (
+        claim["resourceClaims"][0]["resourceClaimTemplateName"] and "limits" not in claim["containers"][0]["resources"]
+    )
 
 
 class _Pod:
@@ -96,8 +104,11 @@ def test_a_pod_that_failed_to_start_says_why_in_one_line() -> None:
 
 
 def test_pods_that_failed_to_start_are_counted_not_timed() -> None:
-    stamps = [bench.Stamps(seen=0.0, bound=1.0, running=1.5), bench.Stamps(seen=0.2, bound=2.0, running=3.0),
-              bench.Stamps(seen=0.1, bound=1.5, failed="StartError: unable to freeze")]
+    stamps = [
+        bench.Stamps(seen=0.0, bound=1.0, running=1.5),
+        bench.Stamps(seen=0.2, bound=2.0, running=3.0),
+        bench.Stamps(seen=0.1, bound=1.5, failed="StartError: unable to freeze"),
+    ]
     batch = bench.batch_of("dra-extended", stamps)
     assert batch.latencies == [0.5, 1.0] and batch.failed == ["StartError: unable to freeze"]
     assert batch.bound_offsets == [1.0, 1.5, 2.0] and batch.pods_per_s == 1.5

@@ -1,4 +1,5 @@
 """The requirement catalogue: validation on load, version/gate selection, spec coverage, docs in sync."""
+
 from __future__ import annotations
 
 import copy
@@ -28,9 +29,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 # --- small catalogues for the validation tests ------------------------------------------------
 
+
 def _row(minor: int, default: bool, locked: bool, stage: str | None = None) -> VersionInfo:
-    return VersionInfo((1, minor), stage or ("GA" if locked else "beta"), default, locked, "GA",
-                       ("resource.k8s.io/v1",))
+    return VersionInfo(
+        (1, minor), stage or ("GA" if locked else "beta"), default, locked, "GA", ("resource.k8s.io/v1",)
+    )
 
 
 # The version table the small catalogues are read against (the project's is kube.features.VERSIONS).
@@ -38,9 +41,17 @@ TABLE = VersionTable(DRAExtendedResource, (_row(35, False, False), _row(36, True
 
 
 def _req(req_id: str, area: str = "API", **fields: Any) -> dict[str, Any]:
-    return {"id": req_id, "area": area, "title": "t", "text": "Something MUST happen.",
-            "applies": {"min": "1.35"}, "source": {"spec": "3.1"}, "status": "confirmed",
-            "topology": "dra", **fields}
+    return {
+        "id": req_id,
+        "area": area,
+        "title": "t",
+        "text": "Something MUST happen.",
+        "applies": {"min": "1.35"},
+        "source": {"spec": "3.1"},
+        "status": "confirmed",
+        "topology": "dra",
+        **fields,
+    }
 
 
 def _doc() -> dict[str, Any]:
@@ -70,6 +81,7 @@ def _problems(tmp_path: Path, mutate: Callable[[dict[str, Any]], None]) -> list[
 
 def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     """A mutation setting doc[...][...] along a dotted path (numbers index lists); None deletes."""
+
     def mutate(doc: dict[str, Any]) -> None:
         *parents, last = [int(part) if part.isdigit() else part for part in path.split(".")]
         target: Any = doc
@@ -79,6 +91,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
             del target[last]
         else:
             target[last] = value
+
     return mutate
 
 
@@ -89,40 +102,42 @@ def test_minimal_catalogue_loads(tmp_path: Path) -> None:
     assert cat.requirement("NAME-1").bugs == ("BUG-1",)
 
 
-@pytest.mark.parametrize(("mutate", "expected"), [
-    (lambda doc: doc["requirements"].append(_req("API-1")), "duplicate requirement ID API-1"),
-    (_set("requirements.0.id", "api-1"), "does not match"),
-    (_set("requirements.0.id", "API1"), "does not match"),
-    (_set("requirements.0.id", "API-1-b"), "does not match"),
-    (_set("requirements.1.id", "API-2"), "does not start with its area NAME"),
-    (_set("areas", {"API": "API"}), "unknown area 'NAME'"),
-    (_set("requirements.0.topology", "moon"), "unknown topology 'moon'"),
-    (_set("requirements.0.applies.min", 1.3), "must be a quoted string"),
-    (_set("requirements.0.applies.min", "v1.35"), "not of the form MAJOR.MINOR"),
-    (_set("requirements.0.applies.max", "1.34"), "range ends (1.34) before it starts (1.35)"),
-    (_set("requirements.0.applies.min", "1.33"), "before the version table"),
-    (_set("requirements.0.text", "  "), "text: expected non-empty text"),
-    (_set("requirements.0.title", None), "missing title"),
-    (_set("requirements.0.titel", "typo"), "unknown titel"),
-    (_set("requirements.0.status", "unconfirmed"), "needs a question"),
-    (_set("requirements.0.question", "why?"), "a confirmed one must have none"),
-    (_set("requirements.0.status", "settled"), "needs a question"),
-    (_set("requirements.0.settled", "yes"), "only a settled one has it"),
-    (_set("requirements.0.applies.gate", True), "True is not one of enabled, disabled, any"),
-    (_set("requirements.0.by_version", {"1.35": "a"}), "at least two version ranges"),
-    (_set("requirements.0.by_version", {"1.35-1.36": "a", "1.36+": "b"}), "ranges 1.35-1.36 and 1.36+ overlap"),
-    (_set("requirements.0.by_version", {"1.35": "a", "1.36+": ""}), "expected non-empty text"),
-    (_set("requirements.1.bugs", ["BUG-9"]), "unknown known bug 'BUG-9'"),
-    (_set("requirements.1.related", ["NAME-1"]), "is not another requirement"),
-    (_set("requirements.0.source.spec", "§3.1"), "is not a section number"),
-    (_set("requirements.0.source.prs", ["#123"]), "expected a positive number"),
-    (_set("known_bugs.0.fixed_in", "1.35"), "is not after the affected versions"),
-    (_set("schema", 1), "schema: expected 2"),
-    # The version table is Python data in kube/features.py now, no longer part of the YAML.
-    (_set("versions", []), "unknown versions"),
-])
-def test_invalid_catalogue_is_refused(tmp_path: Path, mutate: Callable[[dict[str, Any]], None],
-                                      expected: str) -> None:
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda doc: doc["requirements"].append(_req("API-1")), "duplicate requirement ID API-1"),
+        (_set("requirements.0.id", "api-1"), "does not match"),
+        (_set("requirements.0.id", "API1"), "does not match"),
+        (_set("requirements.0.id", "API-1-b"), "does not match"),
+        (_set("requirements.1.id", "API-2"), "does not start with its area NAME"),
+        (_set("areas", {"API": "API"}), "unknown area 'NAME'"),
+        (_set("requirements.0.topology", "moon"), "unknown topology 'moon'"),
+        (_set("requirements.0.applies.min", 1.3), "must be a quoted string"),
+        (_set("requirements.0.applies.min", "v1.35"), "not of the form MAJOR.MINOR"),
+        (_set("requirements.0.applies.max", "1.34"), "range ends (1.34) before it starts (1.35)"),
+        (_set("requirements.0.applies.min", "1.33"), "before the version table"),
+        (_set("requirements.0.text", "  "), "text: expected non-empty text"),
+        (_set("requirements.0.title", None), "missing title"),
+        (_set("requirements.0.titel", "typo"), "unknown titel"),
+        (_set("requirements.0.status", "unconfirmed"), "needs a question"),
+        (_set("requirements.0.question", "why?"), "a confirmed one must have none"),
+        (_set("requirements.0.status", "settled"), "needs a question"),
+        (_set("requirements.0.settled", "yes"), "only a settled one has it"),
+        (_set("requirements.0.applies.gate", True), "True is not one of enabled, disabled, any"),
+        (_set("requirements.0.by_version", {"1.35": "a"}), "at least two version ranges"),
+        (_set("requirements.0.by_version", {"1.35-1.36": "a", "1.36+": "b"}), "ranges 1.35-1.36 and 1.36+ overlap"),
+        (_set("requirements.0.by_version", {"1.35": "a", "1.36+": ""}), "expected non-empty text"),
+        (_set("requirements.1.bugs", ["BUG-9"]), "unknown known bug 'BUG-9'"),
+        (_set("requirements.1.related", ["NAME-1"]), "is not another requirement"),
+        (_set("requirements.0.source.spec", "§3.1"), "is not a section number"),
+        (_set("requirements.0.source.prs", ["#123"]), "expected a positive number"),
+        (_set("known_bugs.0.fixed_in", "1.35"), "is not after the affected versions"),
+        (_set("schema", 1), "schema: expected 2"),
+        # The version table is Python data in kube/features.py now, no longer part of the YAML.
+        (_set("versions", []), "unknown versions"),
+    ],
+)
+def test_invalid_catalogue_is_refused(tmp_path: Path, mutate: Callable[[dict[str, Any]], None], expected: str) -> None:
     problems = _problems(tmp_path, mutate)
     assert any(expected in problem for problem in problems), problems
 
@@ -140,6 +155,7 @@ def test_all_problems_are_reported_at_once(tmp_path: Path) -> None:
     def break_both(doc: dict[str, Any]) -> None:
         doc["requirements"][0]["text"] = ""
         doc["requirements"][1]["applies"]["min"] = "one"
+
     problems = _problems(tmp_path, break_both)
     assert len(problems) == 2, problems
     assert "requirements[0] API-1.text" in problems[0] and "requirements[1] NAME-1.applies" in problems[1]
@@ -152,11 +168,14 @@ def test_repeated_yaml_key_is_refused(tmp_path: Path) -> None:
         load(path, TABLE)
 
 
-@pytest.mark.parametrize(("rows", "expected"), [
-    ((), "is empty"),
-    ((_row(36, True, False), _row(35, False, False)), "unique and in increasing order"),
-    ((_row(35, False, False), _row(35, False, False)), "unique and in increasing order"),
-])
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ((), "is empty"),
+        ((_row(36, True, False), _row(35, False, False)), "unique and in increasing order"),
+        ((_row(35, False, False), _row(35, False, False)), "unique and in increasing order"),
+    ],
+)
 def test_invalid_version_table_is_refused(rows: tuple[VersionInfo, ...], expected: str) -> None:
     with pytest.raises(ValueError, match=expected):
         VersionTable(DRAExtendedResource, rows)
@@ -168,6 +187,7 @@ def test_unknown_gate_stage_is_refused() -> None:
 
 
 # --- the project's catalogue ------------------------------------------------------------------
+
 
 def test_catalogue_covers_exactly_the_frozen_spec_ids() -> None:
     frozen = read_frozen()
@@ -192,31 +212,34 @@ def test_cli_check_fails_on_an_invalid_catalogue(tmp_path: Path, capsys: pytest.
     assert "does not match" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("req_id", "version", "gate", "applies", "reason"), [
-    # Implicit names: from 1.35, where the alpha gate is off unless switched on.
-    ("NAME-2", (1, 34), True, False, "the scheduler does not honour implicit names"),
-    ("NAME-2", (1, 35), True, True, "applies to 1.35 with DRAExtendedResource on"),
-    ("NAME-2", (1, 35), None, False, "it is off on 1.35 (the version's default)"),
-    ("NAME-2", (1, 36), None, True, "with DRAExtendedResource on"),
-    ("NAME-2", (1, 37), True, True, "with DRAExtendedResource on"),
-    # Needs the gate off, so only up to 1.36.
-    ("API-2", (1, 35), None, True, "with DRAExtendedResource off"),
-    ("API-2", (1, 36), False, True, "with DRAExtendedResource off"),
-    ("API-2", (1, 36), True, False, "needs DRAExtendedResource off, it is on"),
-    ("API-2", (1, 37), None, False, "needs DRAExtendedResource off, it is on on 1.37 (the version's default)"),
-    # Gate-independent.
-    ("API-5", (1, 35), False, True, "with DRAExtendedResource off"),
-    ("API-5", (1, 36), True, True, "with DRAExtendedResource on"),
-    # Admission fix in 1.36; the earlier behaviour is given as the reason.
-    ("KUBELET-3", (1, 34), True, False, "BUG-6"),
-    ("KUBELET-3", (1, 35), True, True, "with DRAExtendedResource on"),
-    ("KUBELET-3", (1, 36), True, True, "with DRAExtendedResource on"),
-    ("GATE-4", (1, 36), True, False, "covers Kubernetes 1.37+"),
-    ("GATE-4", (1, 37), None, True, "with DRAExtendedResource on"),
-    ("UPGRADE-1", (1, 38), None, False, "covers Kubernetes 1.35-1.37"),
-    # Beyond the table the last row (GA, locked on) stands.
-    ("NAME-1", (1, 40), None, True, "with DRAExtendedResource on"),
-])
+@pytest.mark.parametrize(
+    ("req_id", "version", "gate", "applies", "reason"),
+    [
+        # Implicit names: from 1.35, where the alpha gate is off unless switched on.
+        ("NAME-2", (1, 34), True, False, "the scheduler does not honour implicit names"),
+        ("NAME-2", (1, 35), True, True, "applies to 1.35 with DRAExtendedResource on"),
+        ("NAME-2", (1, 35), None, False, "it is off on 1.35 (the version's default)"),
+        ("NAME-2", (1, 36), None, True, "with DRAExtendedResource on"),
+        ("NAME-2", (1, 37), True, True, "with DRAExtendedResource on"),
+        # Needs the gate off, so only up to 1.36.
+        ("API-2", (1, 35), None, True, "with DRAExtendedResource off"),
+        ("API-2", (1, 36), False, True, "with DRAExtendedResource off"),
+        ("API-2", (1, 36), True, False, "needs DRAExtendedResource off, it is on"),
+        ("API-2", (1, 37), None, False, "needs DRAExtendedResource off, it is on on 1.37 (the version's default)"),
+        # Gate-independent.
+        ("API-5", (1, 35), False, True, "with DRAExtendedResource off"),
+        ("API-5", (1, 36), True, True, "with DRAExtendedResource on"),
+        # Admission fix in 1.36; the earlier behaviour is given as the reason.
+        ("KUBELET-3", (1, 34), True, False, "BUG-6"),
+        ("KUBELET-3", (1, 35), True, True, "with DRAExtendedResource on"),
+        ("KUBELET-3", (1, 36), True, True, "with DRAExtendedResource on"),
+        ("GATE-4", (1, 36), True, False, "covers Kubernetes 1.37+"),
+        ("GATE-4", (1, 37), None, True, "with DRAExtendedResource on"),
+        ("UPGRADE-1", (1, 38), None, False, "covers Kubernetes 1.35-1.37"),
+        # Beyond the table the last row (GA, locked on) stands.
+        ("NAME-1", (1, 40), None, True, "with DRAExtendedResource on"),
+    ],
+)
 def test_applies_to(req_id: str, version: tuple[int, int], gate: bool | None, applies: bool, reason: str) -> None:
     result, why = requirement(req_id).applies_to(version, gate)
     assert result is applies, why
@@ -257,8 +280,11 @@ def test_cluster_changing_topologies_are_serial() -> None:
 
 
 def test_gate_off_requirements_use_the_gate_cycle_topology() -> None:
-    misplaced = [req.id for req in catalogue().requirements.values()
-                 if req.gate is Gate.DISABLED and req.topology != "gate-cycle"]
+    misplaced = [
+        req.id
+        for req in catalogue().requirements.values()
+        if req.gate is Gate.DISABLED and req.topology != "gate-cycle"
+    ]
     assert misplaced == []
 
 
@@ -314,10 +340,12 @@ def test_compare_reports_missing_extra_order_and_status(tmp_path: Path) -> None:
     assert compare([SpecItem("API-1", False), SpecItem("NAME-1", False)], cat) == []
     assert compare([SpecItem("API-1", False)], cat) == ["NAME-1: in the catalogue, not in the spec"]
     assert compare([SpecItem("API-1", False), SpecItem("NAME-1", False), SpecItem("API-3", False)], cat) == [
-        "API-3: in the spec, missing from the catalogue"]
+        "API-3: in the spec, missing from the catalogue"
+    ]
     assert "position 1" in compare([SpecItem("NAME-1", False), SpecItem("API-1", False)], cat)[0]
     assert compare([SpecItem("API-1", True), SpecItem("NAME-1", False)], cat) == [
-        "API-1: the spec makes it unconfirmed (or settled), the catalogue says confirmed"]
+        "API-1: the spec makes it unconfirmed (or settled), the catalogue says confirmed"
+    ]
 
 
 def test_cli_spec_diff_fails_on_a_differing_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

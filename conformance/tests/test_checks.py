@@ -1,4 +1,5 @@
 """The `check` fixture inside pytest: failed checks fail their ID and the test, later checks still run."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-SUITE = '''
+SUITE = """
 import pytest
 from conformance.lib.checks import Findings
 
@@ -37,7 +38,7 @@ def test_findings(check):
     f.check(True, "NAME-1", "")
     f.check(False, "CTR-1", "sees gpu-9")
     check.all(f)
-'''
+"""
 
 
 @pytest.fixture
@@ -66,8 +67,10 @@ def test_a_stop_check_ends_the_test(results):
 
 
 def test_only_cited_ids_are_credited_but_every_failure_counts(results):
-    assert verdicts(results["test_uncited_pass_not_credited_uncited_failure_kept"]) == \
-        {"ALLOC-1": "passed", "CLAIM-2": "failed"}
+    assert verdicts(results["test_uncited_pass_not_credited_uncited_failure_kept"]) == {
+        "ALLOC-1": "passed",
+        "CLAIM-2": "failed",
+    }
 
 
 def test_oracle_findings_record_passes_and_failures(results):
@@ -76,19 +79,27 @@ def test_oracle_findings_record_passes_and_failures(results):
 
 def test_a_claim_lacking_its_allocation_when_the_pod_was_scheduled_is_named():
     from conformance.lib.special_claim import FINALIZER, incomplete_at_scheduling
+
     pod = {"metadata": {"uid": "pod-1"}, "status": {"extendedResourceClaimStatus": {"resourceClaimName": "c"}}}
-    complete = {"metadata": {"name": "c", "finalizers": [FINALIZER]},
-                "status": {"allocation": {"devices": {}}, "reservedFor": [{"uid": "pod-1"}]}}
+    complete = {
+        "metadata": {"name": "c", "finalizers": [FINALIZER]},
+        "status": {"allocation": {"devices": {}}, "reservedFor": [{"uid": "pod-1"}]},
+    }
     assert incomplete_at_scheduling(pod, [complete]) == []
     unallocated = {"metadata": {"name": "c", "finalizers": [FINALIZER]}, "status": {}}
     assert incomplete_at_scheduling(pod, [unallocated]) == [
-        "claim c lacked an allocation", "claim c lacked a reservation for the pod (reservedFor [])"]
+        "claim c lacked an allocation",
+        "claim c lacked a reservation for the pod (reservedFor [])",
+    ]
     assert incomplete_at_scheduling(pod, []) == ["claim c did not exist yet (claims then: [])"]
-    assert "extendedResourceClaimStatus unset" in incomplete_at_scheduling({"metadata": {"uid": "p"}, "status": {}}, [])[0]
+    assert (
+        "extendedResourceClaimStatus unset" in incomplete_at_scheduling({"metadata": {"uid": "p"}, "status": {}}, [])[0]
+    )
 
 
 def test_a_problem_seen_inside_a_scenario_also_fails_its_own_id():
     from conformance.lib.checks import Check, Checks, Findings
+
     recorded: list[Check] = []
     check = Checks({"UPGRADE-1"}, recorded.append)
     findings = Findings()

@@ -1,4 +1,5 @@
 """A serial test waits until the namespaces earlier tests deleted no longer hold devices."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,10 +8,14 @@ from conformance.lib import cleanup
 from kube.waits import WaitTimeout, set_timeout_scale
 
 DRIVER = "gpu.example.com"
-ALLOCATED = {"allocation": {"devices": {"results": [
-    {"driver": DRIVER, "pool": "worker", "device": "gpu-0", "request": "r"}]}}}
-OTHER_DRIVER = {"allocation": {"devices": {"results": [
-    {"driver": "gpu.nvidia.com", "pool": "worker", "device": "gpu-0", "request": "r"}]}}}
+ALLOCATED = {
+    "allocation": {"devices": {"results": [{"driver": DRIVER, "pool": "worker", "device": "gpu-0", "request": "r"}]}}
+}
+OTHER_DRIVER = {
+    "allocation": {
+        "devices": {"results": [{"driver": "gpu.nvidia.com", "pool": "worker", "device": "gpu-0", "request": "r"}]}
+    }
+}
 
 
 class Cluster:
@@ -26,8 +31,10 @@ class Cluster:
             self.poll += 1
         current = self.polls[min(self.poll, len(self.polls)) - 1]
         if kind == "Namespace":
-            return [{"metadata": {"name": n, **({"deletionTimestamp": "2026-12-04T15:32:20Z"} if leaving else {})}}
-                    for n, leaving, _ in current]
+            return [
+                {"metadata": {"name": n, **({"deletionTimestamp": "2026-12-04T15:32:20Z"} if leaving else {})}}
+                for n, leaving, _ in current
+            ]
         if kind == "Pod":
             return []
         claims = next(c for n, _, c in current if n == namespace)
@@ -35,8 +42,16 @@ class Cluster:
 
 
 def test_only_claims_holding_the_drivers_devices_in_namespaces_being_deleted_count() -> None:
-    api = Cluster([[("current", False, [ALLOCATED]), ("earlier", True, [ALLOCATED, {}]), ("idle", True, [{}]),
-                   ("stranded", True, [OTHER_DRIVER])]])
+    api = Cluster(
+        [
+            [
+                ("current", False, [ALLOCATED]),
+                ("earlier", True, [ALLOCATED, {}]),
+                ("idle", True, [{}]),
+                ("stranded", True, [OTHER_DRIVER]),
+            ]
+        ]
+    )
     assert cleanup.held_by_departing(api, DRIVER) == ["earlier/claim-0 (worker/gpu-0)"]
 
 
@@ -96,8 +111,11 @@ class WithPullSecret:
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         if kind == "Secret":
-            return {"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}} \
-                if (namespace, name) == ("drv", "regcred") else None
+            return (
+                {"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}}
+                if (namespace, name) == ("drv", "regcred")
+                else None
+            )
         return {"metadata": {"name": name}}
 
     def resource(self, api_version: str, kind: str):
@@ -106,6 +124,7 @@ class WithPullSecret:
         class Resource:
             def patch(self, **kwargs) -> None:
                 patched.append({"kind": kind, **kwargs})
+
         return Resource()
 
 
@@ -115,8 +134,14 @@ def test_a_pull_secret_is_copied_in_and_named_by_the_default_service_account() -
     secret, namespace = api.created[1]
     assert namespace == "kep5004-x" and secret["metadata"]["name"] == "regcred"
     assert secret["type"] == "kubernetes.io/dockerconfigjson" and secret["data"] == {".dockerconfigjson": "e30="}
-    assert api.patched == [{"kind": "ServiceAccount", "name": "default", "namespace": "kep5004-x",
-                            "body": {"imagePullSecrets": [{"name": "regcred"}]},
-                            "content_type": "application/merge-patch+json"}]
+    assert api.patched == [
+        {
+            "kind": "ServiceAccount",
+            "name": "default",
+            "namespace": "kep5004-x",
+            "body": {"imagePullSecrets": [{"name": "regcred"}]},
+            "content_type": "application/merge-patch+json",
+        }
+    ]
     with pytest.raises(AssertionError, match="pull secret drv/missing does not exist"):
         cleanup.new_namespace(WithPullSecret(), "kep5004-y", ("drv", "missing"))

@@ -1,5 +1,6 @@
 """The installed tool (`kep5004-conformance`): dispatch, one-line errors for a bad kubeconfig or
 profile in every command, and everything an installed copy reads shipped with it (no cluster needed)."""
+
 from __future__ import annotations
 
 import configparser
@@ -22,10 +23,14 @@ INSTALLED_INI = REPO_ROOT / "conformance" / "suite" / "pytest-installed.ini"
 
 def tool(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """The tool as its console script runs it, from a directory outside the checkout."""
-    return subprocess.run([sys.executable, "-c", "import sys; from conformance.cli import main; sys.exit(main())", *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KEP5004_CACHE": str(cwd / "cache"),
-                               **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from conformance.cli import main; sys.exit(main())", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KEP5004_CACHE": str(cwd / "cache"), **(env or {})},
+    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess, *words: str) -> None:
@@ -82,35 +87,51 @@ def test_coverage_without_summaries_prints_its_usage(tmp_path):
     assert proc.returncode == 2 and "SUMMARY.json" in proc.stderr and "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ["run", "--kubeconfig", "/nonexistent", "--profile", "fake-gpu"],
-    ["run", "--kubeconfig=/nonexistent", "--profile", "x.yaml"],
-    ["byo", "/nonexistent", "--kubeconfig", "/nonexistent"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--kubeconfig", "/nonexistent", "--profile", "fake-gpu"],
+        ["run", "--kubeconfig=/nonexistent", "--profile", "x.yaml"],
+        ["byo", "/nonexistent", "--kubeconfig", "/nonexistent"],
+    ],
+)
 def test_a_missing_kubeconfig_is_one_line(tmp_path, args):
     one_line_error(tool(*args, cwd=tmp_path), "--kubeconfig /nonexistent: no such file")
 
 
-@pytest.mark.parametrize("text, words", [
-    ("apiVersion: v1\n", ["bad kubeconfig", "current-context"]),
-    ("clusters: [\n", ["not valid YAML", "line"]),
-    ("apiVersion: v1\nkind: Config\ncurrent-context: x\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
-     "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n",
-     ["did not answer", "127.0.0.1"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("apiVersion: v1\n", ["bad kubeconfig", "current-context"]),
+        ("clusters: [\n", ["not valid YAML", "line"]),
+        (
+            "apiVersion: v1\nkind: Config\ncurrent-context: x\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+            "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n",
+            ["did not answer", "127.0.0.1"],
+        ),
+    ],
+)
 def test_byo_with_an_unusable_kubeconfig_is_one_line(tmp_path, text, words):
     (tmp_path / "kubeconfig").write_text(text)
     (tmp_path / "workloads").mkdir()
-    (tmp_path / "workloads" / "pod.yaml").write_text((REPO_ROOT / "fixtures" / "workloads" / "nvidia-gpu" / "pod-1gpu.yaml").read_text())
+    (tmp_path / "workloads" / "pod.yaml").write_text(
+        (REPO_ROOT / "fixtures" / "workloads" / "nvidia-gpu" / "pod-1gpu.yaml").read_text()
+    )
     one_line_error(tool("byo", "workloads", "--kubeconfig", "kubeconfig", cwd=tmp_path), *words)
 
 
-@pytest.mark.parametrize("command", [["run"], ["run", "--kubeconfig", "kubeconfig"], ["byo", "workloads"], ["selfcheck"]])
+@pytest.mark.parametrize(
+    "command", [["run"], ["run", "--kubeconfig", "kubeconfig"], ["byo", "workloads"], ["selfcheck"]]
+)
 def test_an_unknown_profile_is_one_line_in_every_command(tmp_path, command):
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\n")
     (tmp_path / "workloads").mkdir()
-    (tmp_path / "workloads" / "pod.yaml").write_text((REPO_ROOT / "fixtures" / "workloads" / "nvidia-gpu" / "pod-1gpu.yaml").read_text())
-    proc = tool(*command, "--profile", "/nonexistent.yaml", cwd=tmp_path, env={"KUBECONFIG": str(tmp_path / "kubeconfig")})
+    (tmp_path / "workloads" / "pod.yaml").write_text(
+        (REPO_ROOT / "fixtures" / "workloads" / "nvidia-gpu" / "pod-1gpu.yaml").read_text()
+    )
+    proc = tool(
+        *command, "--profile", "/nonexistent.yaml", cwd=tmp_path, env={"KUBECONFIG": str(tmp_path / "kubeconfig")}
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "profile '/nonexistent.yaml' not found" in proc.stderr
 
@@ -125,6 +146,7 @@ def test_an_invalid_profile_names_each_problem(tmp_path):
 def test_a_bug_still_shows_its_traceback(monkeypatch):
     def broken(argv):
         raise KeyError("bug")
+
     monkeypatch.setattr(run, "main", broken)
     with pytest.raises(KeyError):
         cli.main(["run"])
@@ -144,6 +166,7 @@ def test_run_makes_paths_absolute_before_the_suite_runs_elsewhere(monkeypatch, t
 
 # --- what an installed copy needs ------------------------------------------------------------
 
+
 def test_reports_go_to_the_checkout_or_the_current_directory(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.chdir(tmp_path)
@@ -160,8 +183,12 @@ def data_files() -> set[Path]:
     for top in ("clusters", "conformance", "fake_driver", "kube", "fixtures"):
         for path in (REPO_ROOT / top).rglob("*"):
             rel = path.relative_to(REPO_ROOT)
-            if (path.is_file() and path.suffix not in (".py", ".pyc", ".pyi") and path.name != "README.md"
-                    and not any(p == "__pycache__" or p == "_gen" or p.startswith(".gen-") for p in rel.parts)):
+            if (
+                path.is_file()
+                and path.suffix not in (".py", ".pyc", ".pyi")
+                and path.name != "README.md"
+                and not any(p == "__pycache__" or p == "_gen" or p.startswith(".gen-") for p in rel.parts)
+            ):
                 found.add(rel)
     return found
 
@@ -175,8 +202,13 @@ def test_every_data_file_is_shipped_as_package_data():
         for pattern in patterns:
             shipped |= {p.relative_to(REPO_ROOT) for p in base.glob(pattern) if p.is_file()}
     assert data_files() - shipped == set()
-    for needed in ("fixtures/profiles/profile.schema.json", "conformance/catalogue/spec_ids.txt",
-                   "clusters/versions.env", "fake_driver/probe/fake-gpu-probe", "conformance/suite/pytest-installed.ini"):
+    for needed in (
+        "fixtures/profiles/profile.schema.json",
+        "conformance/catalogue/spec_ids.txt",
+        "clusters/versions.env",
+        "fake_driver/probe/fake-gpu-probe",
+        "conformance/suite/pytest-installed.ini",
+    ):
         assert Path(needed) in shipped
 
 
@@ -195,17 +227,43 @@ def test_installed_suite_settings_agree_with_the_checkout():
 def test_installed_suite_collects_the_same_tests_from_anywhere(tmp_path):
     """What the runner passes when installed (no pyproject.toml around): same tests, same ids,
     and the cluster plugin's options (--keep) known."""
-    installed = json.loads(subprocess.check_output(
-        [sys.executable, "-c", "import json, clusters.paths as p; p.IN_CHECKOUT = False; "
-                               "from conformance import run; print(json.dumps(run.PYTEST_CONFIG))"],
-        cwd=tmp_path, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}))
+    installed = json.loads(
+        subprocess.check_output(
+            [
+                sys.executable,
+                "-c",
+                "import json, clusters.paths as p; p.IN_CHECKOUT = False; "
+                "from conformance import run; print(json.dumps(run.PYTEST_CONFIG))",
+            ],
+            cwd=tmp_path,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        )
+    )
     assert installed == ["-c", str(INSTALLED_INI), f"--rootdir={REPO_ROOT}"]
 
     def collect(config: list[str], cwd: Path) -> list[str]:
-        proc = subprocess.run([sys.executable, "-m", "pytest", *config, str(run.SUITE), "-p", "no:cacheprovider",
-                               "--collect-only", "-q", "--keep", "-m", "not serial"],
-                              cwd=cwd, capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                *config,
+                str(run.SUITE),
+                "-p",
+                "no:cacheprovider",
+                "--collect-only",
+                "-q",
+                "--keep",
+                "-m",
+                "not serial",
+            ],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return [line for line in proc.stdout.splitlines() if "::" in line]
 

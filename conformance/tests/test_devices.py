@@ -1,21 +1,38 @@
 """What each container should see, for a probe that names devices and one that names requests (no cluster)."""
+
 from __future__ import annotations
 
 from conformance.lib import devices
 from conformance.lib.checks import NOT_TESTED
 from conformance.lib.profile import NAMES_REQUESTS, load
 
-POD = {"metadata": {"name": "p", "namespace": "ns"},
-       "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
-       "status": {"extendedResourceClaimStatus": {
-           "resourceClaimName": "p-extended-resources-q2x",
-           "requestMappings": [{"containerName": "a", "resourceName": "x/gpu", "requestName": "container-0-request-0"},
-                               {"containerName": "b", "resourceName": "x/gpu", "requestName": "container-1-request-0"}]}}}
-CLAIM = {"metadata": {"name": "p-extended-resources-q2x"},
-         "status": {"allocation": {"devices": {"results": [
-             {"request": "container-0-request-0", "driver": "d", "pool": "n1", "device": "dev-0"},
-             {"request": "container-0-request-0", "driver": "d", "pool": "n1", "device": "dev-1"},
-             {"request": "container-1-request-0", "driver": "d", "pool": "n1", "device": "dev-2"}]}}}}
+POD = {
+    "metadata": {"name": "p", "namespace": "ns"},
+    "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
+    "status": {
+        "extendedResourceClaimStatus": {
+            "resourceClaimName": "p-extended-resources-q2x",
+            "requestMappings": [
+                {"containerName": "a", "resourceName": "x/gpu", "requestName": "container-0-request-0"},
+                {"containerName": "b", "resourceName": "x/gpu", "requestName": "container-1-request-0"},
+            ],
+        }
+    },
+}
+CLAIM = {
+    "metadata": {"name": "p-extended-resources-q2x"},
+    "status": {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {"request": "container-0-request-0", "driver": "d", "pool": "n1", "device": "dev-0"},
+                    {"request": "container-0-request-0", "driver": "d", "pool": "n1", "device": "dev-1"},
+                    {"request": "container-1-request-0", "driver": "d", "pool": "n1", "device": "dev-2"},
+                ]
+            }
+        }
+    },
+}
 IDS = {("n1", f"dev-{i}"): f"uuid-{i}" for i in range(3)}
 
 
@@ -26,8 +43,10 @@ def test_a_device_naming_probe_must_show_each_device_of_the_container_requests()
 
 def test_a_request_naming_probe_must_show_each_request_once_even_after_the_claim_is_gone():
     probe = load("k8s-test-driver").probe
-    expected = {"a": ["claim_p_extended_resources_q2x_container_0_request_0"],
-                "b": ["claim_p_extended_resources_q2x_container_1_request_0"]}
+    expected = {
+        "a": ["claim_p_extended_resources_q2x_container_0_request_0"],
+        "b": ["claim_p_extended_resources_q2x_container_1_request_0"],
+    }
     assert devices.expected_per_container(POD, CLAIM, IDS, probe) == expected
     assert devices.expected_per_container(POD, None, {}, probe) == expected
 
@@ -43,19 +62,28 @@ class Api:
 def test_with_a_request_naming_probe_ctr1_is_not_tested_whatever_the_containers_show():
     p = load("k8s-test-driver")
     expected = devices.expected_per_container(POD, CLAIM, IDS, p.probe)
-    pod = {**POD, "status": {**POD["status"], "containerStatuses": [{"name": c, "state": {"running": {}}} for c in "ab"]}}
+    pod = {
+        **POD,
+        "status": {**POD["status"], "containerStatuses": [{"name": c, "state": {"running": {}}} for c in "ab"]},
+    }
     shown = {c: f"{ids[0]}=true\nprobe-done\n" for c, ids in expected.items()}
     findings = devices.check_containers_see(Api(shown), p, pod, expected)
     assert not findings.problems
-    assert [(c.id, c.verdict, c.message) for c in findings.checks if c.verdict == NOT_TESTED] == \
-        [("CTR-1", NOT_TESTED, NAMES_REQUESTS)]
+    assert [(c.id, c.verdict, c.message) for c in findings.checks if c.verdict == NOT_TESTED] == [
+        ("CTR-1", NOT_TESTED, NAMES_REQUESTS)
+    ]
     # ... and a container shown another container's request still fails CTR-1 by name
     swapped = {"a": shown["b"], "b": shown["a"]}
     assert {c.id for c in devices.check_containers_see(Api(swapped), p, pod, expected).problems} == {"CTR-1"}
 
 
-SLICE = {"spec": {"driver": "gpu.nvidia.com", "pool": {"name": "n1"},
-                  "devices": [{"name": f"dev-{i}", "attributes": {"uuid": {"string": f"uuid-{i}"}}} for i in range(3)]}}
+SLICE = {
+    "spec": {
+        "driver": "gpu.nvidia.com",
+        "pool": {"name": "n1"},
+        "devices": [{"name": f"dev-{i}", "attributes": {"uuid": {"string": f"uuid-{i}"}}} for i in range(3)],
+    }
+}
 
 
 class Cluster(Api):
@@ -71,15 +99,22 @@ def test_a_channel_with_ids_of_its_own_must_name_the_same_devices_its_own_way():
     import re
 
     from conformance.lib.profile import Channel
+
     base = load("fake-gpu")
     env = Channel("environment variables", re.compile(r"^GPU=(?P<id>\S+)$", re.MULTILINE), own_ids=True)
     p = dataclasses.replace(base, probe=dataclasses.replace(base.probe, channels=(env,)))
-    pod = {**POD, "status": {**POD["status"], "containerStatuses": [{"name": c, "state": {"running": {}}} for c in "ab"]}}
+    pod = {
+        **POD,
+        "status": {**POD["status"], "containerStatuses": [{"name": c, "state": {"running": {}}} for c in "ab"]},
+    }
     expected = devices.expected_per_container(POD, CLAIM, devices.device_ids(Cluster({}), p), p.probe)
-    shown = {"a": "FAKEGPU uuid=uuid-0\nFAKEGPU uuid=uuid-1\nGPU=dev-0\nGPU=dev-1\n",
-             "b": "FAKEGPU uuid=uuid-2\nGPU=dev-2\n"}
+    shown = {
+        "a": "FAKEGPU uuid=uuid-0\nFAKEGPU uuid=uuid-1\nGPU=dev-0\nGPU=dev-1\n",
+        "b": "FAKEGPU uuid=uuid-2\nGPU=dev-2\n",
+    }
     assert not devices.check_containers_see(Cluster(shown), p, pod, expected).problems
     shown["b"] = "FAKEGPU uuid=uuid-2\nGPU=dev-0\n"  # the variable names another GPU than the file
     problems = devices.check_containers_see(Cluster(shown), p, pod, expected).problems
-    assert [c.id for c in problems] == ["CTR-1"] and "environment variables show ['dev-0'], expected ['dev-2']" in \
-        problems[0].message
+    assert [c.id for c in problems] == [
+        "CTR-1"
+    ] and "environment variables show ['dev-0'], expected ['dev-2']" in problems[0].message

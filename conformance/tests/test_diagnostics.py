@@ -1,4 +1,5 @@
 """A failing test's diagnostics never fail it a second time (no cluster needed)."""
+
 from __future__ import annotations
 
 import time
@@ -20,8 +21,13 @@ class RestartingApi:
         if self.refusals:
             self.refusals -= 1
             raise ProtocolError("Connection aborted.", ConnectionResetError("connection reset by peer"))
-        return [{"metadata": {"name": f"a-{kind.lower()}", "managedFields": ["noise"]},
-                 "involvedObject": {"name": "pod-a"}, "reason": "Seen"}]
+        return [
+            {
+                "metadata": {"name": f"a-{kind.lower()}", "managedFields": ["noise"]},
+                "involvedObject": {"name": "pod-a"},
+                "reason": "Seen",
+            }
+        ]
 
 
 def test_an_api_server_back_within_the_wait_gives_full_diagnostics(monkeypatch, tmp_path: Path) -> None:

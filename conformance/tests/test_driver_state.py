@@ -1,4 +1,5 @@
 """A claim's release on the node counts only once the driver's state was seen holding it (no cluster)."""
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,5 @@
 """The in-cluster runner without a cluster: manifests, the sonobuoy plugin, the image's contract."""
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,19 @@ EXAMPLE = PROFILES_DIR / "example-gpu.yaml"
 def test_manifest_grants_exactly_the_checked_permissions_and_mounts_the_profile():
     objs = {o["kind"]: o for o in incluster.manifest(EXAMPLE, "suite:1")}
     assert list(objs) == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job"]
-    granted = {(g, r, v) for rule in objs["ClusterRole"]["rules"] if "resources" in rule
-               for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
-    wanted = {(p.group, p.resource + (f"/{p.subresource}" if p.subresource else ""), p.verb)
-              for p in permissions.required(profiles.load(str(EXAMPLE))) if not p.path}
+    granted = {
+        (g, r, v)
+        for rule in objs["ClusterRole"]["rules"]
+        if "resources" in rule
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    wanted = {
+        (p.group, p.resource + (f"/{p.subresource}" if p.subresource else ""), p.verb)
+        for p in permissions.required(profiles.load(str(EXAMPLE)))
+        if not p.path
+    }
     assert granted == wanted
     assert objs["ConfigMap"]["data"]["profile.yaml"] == EXAMPLE.read_text()
     pod = objs["Job"]["spec"]["template"]["spec"]
@@ -39,22 +49,31 @@ def test_sonobuoy_plugin_matches_its_documented_schema():
     assert list(Draft202012Validator(schema).iter_errors(plugin)) == []
     broken = {**plugin, "sonobuoy-config": {**plugin["sonobuoy-config"], "driver": "Deployment"}}
     assert [e.message for e in Draft202012Validator(schema).iter_errors(broken)] == [
-        "'Deployment' is not one of ['Job', 'DaemonSet']"]
+        "'Deployment' is not one of ['Job', 'DaemonSet']"
+    ]
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({}, ""),
-    ({"E2E_FOCUS": r"\[Conformance\]"}, ""),
-    ({"E2E_FOCUS": "naming", "E2E_SKIP": "quota"}, "(naming) and not (quota)"),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({}, ""),
+        ({"E2E_FOCUS": r"\[Conformance\]"}, ""),
+        ({"E2E_FOCUS": "naming", "E2E_SKIP": "quota"}, "(naming) and not (quota)"),
+    ],
+)
 def test_focus_and_skip_become_one_selection(env, expected):
     assert incluster.selection(env) == expected
 
 
 def test_extra_args_may_name_the_profile(tmp_path):
-    args = incluster.run_arguments({"E2E_EXTRA_ARGS": "--profile=example-gpu --timeout-scale=2"}, tmp_path / "k", tmp_path)
+    args = incluster.run_arguments(
+        {"E2E_EXTRA_ARGS": "--profile=example-gpu --timeout-scale=2"}, tmp_path / "k", tmp_path
+    )
     assert args[-2:] == ["--profile=example-gpu", "--timeout-scale=2"] and "--profile" not in args
-    assert incluster.run_arguments({"KEP5004_PROFILE": "/p.yaml"}, tmp_path / "k", tmp_path)[-2:] == ["--profile", "/p.yaml"]
+    assert incluster.run_arguments({"KEP5004_PROFILE": "/p.yaml"}, tmp_path / "k", tmp_path)[-2:] == [
+        "--profile",
+        "/p.yaml",
+    ]
 
 
 def test_entrypoint_writes_what_hydrophone_and_sonobuoy_collect(monkeypatch, tmp_path, capsys):
@@ -80,8 +99,13 @@ def test_entrypoint_writes_what_hydrophone_and_sonobuoy_collect(monkeypatch, tmp
             return False
 
     monkeypatch.setattr(incluster.subprocess, "Popen", fake_run)
-    env = {"RESULTS_DIR": str(tmp_path / "results"), "KEP5004_CACHE": str(tmp_path / "cache"),
-           "KEP5004_PROFILE": str(EXAMPLE), "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    env = {
+        "RESULTS_DIR": str(tmp_path / "results"),
+        "KEP5004_CACHE": str(tmp_path / "cache"),
+        "KEP5004_PROFILE": str(EXAMPLE),
+        "KUBERNETES_SERVICE_HOST": "10.96.0.1",
+        "KUBERNETES_SERVICE_PORT": "443",
+    }
     assert incluster.entrypoint(env) == 0
     results = tmp_path / "results"
     assert (results / "e2e.log").read_text().splitlines()[0] == "Will run 3 of 3 specs"
@@ -104,11 +128,21 @@ def test_a_job_whose_results_container_ended_is_reported_at_once_with_its_output
 
         def list(self, *args, **kwargs):
             crashed = {"terminated": {"exitCode": 1}}
-            return [{"metadata": {"name": "job-pod"}, "status": {"containerStatuses": [
-                {"name": "suite", "state": crashed}, {"name": "results", "state": crashed}]}}]
+            return [
+                {
+                    "metadata": {"name": "job-pod"},
+                    "status": {
+                        "containerStatuses": [
+                            {"name": "suite", "state": crashed},
+                            {"name": "results", "state": crashed},
+                        ]
+                    },
+                }
+            ]
 
         def logs(self, namespace, pod, container):
             return "ModuleNotFoundError: No module named 'grpc'"
+
     with pytest.raises(incluster.CommandError, match="ended without results.*No module named 'grpc'"):
         incluster.fetch(CrashedJob(), "kep5004-conformance", tmp_path / "r.tar.gz", timeout=3600)
 
@@ -117,12 +151,14 @@ def test_fetch_without_the_job_is_one_line_not_an_hour_of_waiting(tmp_path, caps
     class NoJob:
         def get(self, *args):
             return None
+
     with pytest.raises(incluster.CommandError, match="no Job kep5004-conformance/kep5004-conformance: apply"):
         incluster.fetch(NoJob(), "kep5004-conformance", tmp_path / "r.tar.gz", timeout=3600)
 
 
 def test_vendor_check_counts_what_the_suite_left_but_not_the_driver_pods_it_rolled():
     from conformance.vendor_check import left_behind
+
     before = {"Pod": ["fake-gpu-driver/dra-a", "kube-system/x"], "Namespace": ["default"]}
     after = {"Pod": ["fake-gpu-driver/dra-b", "kube-system/x", "kep5004-1/p"], "Namespace": ["default", "kep5004-1"]}
     assert left_behind(before, after, "fake-gpu-driver") == {"Pod": ["kep5004-1/p"], "Namespace": ["kep5004-1"]}
@@ -131,7 +167,11 @@ def test_vendor_check_counts_what_the_suite_left_but_not_the_driver_pods_it_roll
 
 def test_a_rehearsal_holds_only_where_the_suite_fails_exactly_the_driver_known_defects():
     from conformance.vendor_check import against_known_defects
+
     known = {"KUBELET-1": "leaks after a restart"}
     assert not any(against_known_defects({"KUBELET-1": "failed", "NAME-1": "passed"}, known).values())
     assert against_known_defects({"KUBELET-1": "passed", "NAME-1": "failed", "CTR-1": "error"}, known) == {
-        "failed, not a known defect": ["NAME-1"], "known defect not found": ["KUBELET-1"], "error": ["CTR-1"]}
+        "failed, not a known defect": ["NAME-1"],
+        "known defect not found": ["KUBELET-1"],
+        "error": ["CTR-1"],
+    }

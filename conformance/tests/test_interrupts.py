@@ -1,4 +1,5 @@
 """The interrupt script's reading of a run's summaries."""
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,11 @@ def test_a_report_that_marks_nothing_fails_the_trial(tmp_path: Path) -> None:
 
 
 def test_a_run_stopped_with_two_lanes_at_work_must_mark_both_stages(tmp_path: Path) -> None:
-    summary(tmp_path, "kep5004-dra-137", [{"stage": "parallel", "error": "interrupted"},
-                                          {"stage": "mixed", "error": "interrupted"}])
+    summary(
+        tmp_path,
+        "kep5004-dra-137",
+        [{"stage": "parallel", "error": "interrupted"}, {"stage": "mixed", "error": "interrupted"}],
+    )
     assert interrupted_stage(tmp_path, lanes=2) == "kep5004-dra-137: parallel, mixed"
-    summary(tmp_path, "kep5004-dra-136", [{"stage": "parallel", "error": "interrupted"},
-                                          {"stage": "mixed", "exit": 0}])
+    summary(tmp_path, "kep5004-dra-136", [{"stage": "parallel", "error": "interrupted"}, {"stage": "mixed", "exit": 0}])
     assert interrupted_stage(tmp_path, lanes=2) is None

@@ -1,13 +1,18 @@
 """Which refused pod the migration tests create once more (no cluster needed)."""
+
 from __future__ import annotations
 
 from conformance.suite.mixed.helpers import placed_before_the_switch
 
 REFUSED = {"phase": "Failed", "reason": "UnexpectedAdmissionError"}
-SPECIAL_CLAIM = {"extendedResourceClaimStatus": {"resourceClaimName": "gpu-x",
-                                                 "requestMappings": [{"containerName": "main",
-                                                                      "resourceName": "nvidia.com/gpu",
-                                                                      "requestName": "container-0-request-0"}]}}
+SPECIAL_CLAIM = {
+    "extendedResourceClaimStatus": {
+        "resourceClaimName": "gpu-x",
+        "requestMappings": [
+            {"containerName": "main", "resourceName": "nvidia.com/gpu", "requestName": "container-0-request-0"}
+        ],
+    }
+}
 
 
 def test_a_pod_placed_as_a_device_plugin_pod_and_refused_is_placed_before_the_switch() -> None:

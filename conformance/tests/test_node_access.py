@@ -1,4 +1,5 @@
 """Node access through a privileged pod (no cluster): what the pod is, and that a refusal is a setup error."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,12 @@ POD_CREATED = "2026-12-07T01:00:00Z"
 
 def starting(at: str) -> dict:
     """The kubelet's event of a start at `at`."""
-    return {"reason": "Starting", "involvedObject": {"kind": "Node", "name": "node-a"}, "lastTimestamp": at,
-            "metadata": {"creationTimestamp": "2026-12-06T09:00:00Z"}}
+    return {
+        "reason": "Starting",
+        "involvedObject": {"kind": "Node", "name": "node-a"},
+        "lastTimestamp": at,
+        "metadata": {"creationTimestamp": "2026-12-06T09:00:00Z"},
+    }
 
 
 class Cluster:
@@ -27,8 +32,11 @@ class Cluster:
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         if kind == "Pod":
-            return {"metadata": {"name": name, "creationTimestamp": POD_CREATED}, "spec": {},
-                    "status": {"phase": self.phase}}
+            return {
+                "metadata": {"name": name, "creationTimestamp": POD_CREATED},
+                "spec": {},
+                "status": {"phase": self.phase},
+            }
         return {"metadata": {"name": name}}
 
     def logs(self, namespace: str, pod: str, container: str) -> str:
@@ -69,11 +77,13 @@ def test_without_the_capability_nothing_is_created() -> None:
 
 def test_a_restart_command_that_exits_0_without_a_new_kubelet_start_is_an_error() -> None:
     from kube.waits import WaitTimeout, set_timeout_scale
+
     set_timeout_scale(0.001)
     try:
         with pytest.raises(WaitTimeout, match="the kubelet of node-a to report that it started again"):
-            node_access.restart_kubelet(Cluster("Succeeded", [starting("2026-12-06T23:00:00Z")]), load("fake-gpu"),
-                                        "node-a")
+            node_access.restart_kubelet(
+                Cluster("Succeeded", [starting("2026-12-06T23:00:00Z")]), load("fake-gpu"), "node-a"
+            )
     finally:
         set_timeout_scale(1.0)
 
@@ -82,11 +92,15 @@ def test_a_reboot_is_seen_in_a_new_kubelet_start_and_the_node_ready_again() -> N
     import dataclasses
 
     from kube.waits import WaitTimeout, set_timeout_scale
+
     p = load("fake-gpu")
     p = dataclasses.replace(p, node_access=dataclasses.replace(p.node_access, reboot=("reboot",)))
     api = Cluster("Running", [starting("2026-12-07T01:02:00Z")])
-    api.get = lambda v, kind, name, ns=None: {"metadata": {"name": name, "creationTimestamp": POD_CREATED},  # type: ignore[method-assign]
-                                               "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    api.get = lambda v, kind, name, ns=None: {
+        "metadata": {"name": name, "creationTimestamp": POD_CREATED},  # type: ignore[method-assign]
+        "spec": {},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
     node_access.reboot(api, p, "node-a")
     set_timeout_scale(0.001)
     try:

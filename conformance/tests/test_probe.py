@@ -1,4 +1,5 @@
 """A probe that did not run to a clean end is no evidence, of devices or of "nothing" (no cluster)."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,13 +26,18 @@ class Api:
 
 
 def pod(state: dict) -> dict:
-    return {"metadata": {"name": "p", "namespace": "ns"}, "status": {"containerStatuses": [{"name": "main", "state": state}]}}
+    return {
+        "metadata": {"name": "p", "namespace": "ns"},
+        "status": {"containerStatuses": [{"name": "main", "state": state}]},
+    }
 
 
 @pytest.mark.parametrize("profile", ["fake-gpu", "example-gpu"])
 def test_a_probe_that_exits_1_and_prints_nothing_fails_naming_the_probe(profile: str) -> None:
     p = load(profile)
-    with pytest.raises(ProbeError, match=rf"profile {profile}'s probe .* in ns/p container main exited 1: \(no output\)"):
+    with pytest.raises(
+        ProbeError, match=rf"profile {profile}'s probe .* in ns/p container main exited 1: \(no output\)"
+    ):
         probe_container(Api(1, ""), p, pod({"running": {}}), "main")
     assert not p.probe.saw_nothing("")  # and an empty output is never "nothing seen"
 

@@ -1,4 +1,5 @@
 """Profiles: every shipped one is valid; a bad one is refused with every problem and its path."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,17 +40,24 @@ def test_every_schema_problem_is_reported_with_its_path(tmp_path):
     doc["devicesPerNode"] = "eight"
     doc["nodeSelector"] = {"dra": "x"}
     text = refusal(tmp_path, doc)
-    for expected in ("'driver' is a required property", "'workloadImage' is a required property",
-                     "devicesPerNode: 'eight' is not valid under any of the given schemas ('eight' is not of type 'integer'; "
-                         "'eight' is not of type 'object')", "nodeSelector.dra: 'x' is not of type 'object'"):
+    for expected in (
+        "'driver' is a required property",
+        "'workloadImage' is a required property",
+        "devicesPerNode: 'eight' is not valid under any of the given schemas ('eight' is not of type 'integer'; "
+        "'eight' is not of type 'object')",
+        "nodeSelector.dra: 'x' is not of type 'object'",
+    ):
         assert expected in text
     assert "4 problem(s)" in text
 
 
-@pytest.mark.parametrize("doc, expected", [
-    ("- a list\n", "(top level): ['a list'] is not of type 'object'"),
-    ("name: [unclosed\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "doc, expected",
+    [
+        ("- a list\n", "(top level): ['a list'] is not of type 'object'"),
+        ("name: [unclosed\n", "not valid YAML"),
+    ],
+)
 def test_wrong_shapes_are_one_clear_error(tmp_path, doc, expected):
     with pytest.raises(ProfileError, match=expected.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
         profiles.load(write(tmp_path, doc))
@@ -68,6 +76,7 @@ def test_patterns_names_and_defects_are_checked_beyond_the_schema(tmp_path):
 
 def test_unknown_fake_driver_defects_are_refused_before_anything_is_made(tmp_path):
     from conformance.run import load_profiles
+
     doc = base()
     doc["fakeDriver"]["defects"] = ["no-such-defect"]
     with pytest.raises(ProfileError, match="fakeDriver.defects: unknown no-such-defect"):
@@ -105,6 +114,7 @@ def test_capabilities_and_workloads_are_checked_beyond_the_schema(tmp_path):
 
 def test_a_class_without_an_explicit_name_is_describable_and_its_pods_ask_for_the_implicit_one():
     from conformance.lib.profile import load
+
     p = load("fake-gpu-implicit")
     assert p.explicit_name is None and p.extended_resource_name == "deviceclass.resource.kubernetes.io/gpu.nvidia.com"
     assert p.served_by == "NAME-2" and load("fake-gpu").served_by == "NAME-1"
@@ -120,6 +130,7 @@ def test_preflight_requires_the_class_to_map_no_name_where_the_profile_declares_
 
         def get(self, *args, **kwargs):
             return {"spec": self.spec}
+
     p = load("fake-gpu-implicit")
     assert preflight.deviceclass_item(Api({}), p).verdict == "passed"
     item = preflight.deviceclass_item(Api({"extendedResourceName": "nvidia.com/gpu"}), p)
@@ -130,6 +141,7 @@ def test_schema_and_semantic_problems_are_reported_together(tmp_path):
     import pytest
 
     from conformance.lib.profile import PROFILES_DIR, ProfileError, load
+
     text = (PROFILES_DIR / "fake-gpu.yaml").read_text()
     text = text.replace("devicesPerNode: 8", "devicesPerNode: many")  # a schema problem
     text = text.replace("pattern: '^FAKEGPU uuid=(?P<id>\\S+)'", "pattern: '^FAKEGPU uuid=(\\S+)'")  # a semantic one
@@ -144,18 +156,23 @@ def test_a_probe_that_names_requests_gives_each_request_its_id_as_the_driver_spe
     """Kubernetes' test driver sets claim_<claim>_<request>=true, every other character made "_"."""
     probe = profiles.load("k8s-test-driver").probe
     assert not probe.names_devices
-    assert probe.request_id("pod-extended-resources-x7k", "container-0-request-0") == \
-        "claim_pod_extended_resources_x7k_container_0_request_0"
+    assert (
+        probe.request_id("pod-extended-resources-x7k", "container-0-request-0")
+        == "claim_pod_extended_resources_x7k_container_0_request_0"
+    )
     assert probe.request_id("c", "gpu/large") == "claim_c_gpu"  # a subrequest is its request's
     assert probe.device_ids("claim_a_b=true\nprobe-done\n") == ["claim_a_b"]
 
 
-@pytest.mark.parametrize("request_id, expected", [
-    (None, "probe: 'requestId' is a required property"),
-    ({"template": "{claim}"}, "probe.requestId.template: '{claim}' does not match"),
-    ({"template": "{claim}_{request}_{device}"}, "only {claim} and {request} may be filled in"),
-    ({"template": "{claim}_{request}", "replace": "["}, "probe.requestId.replace: not a valid regular expression"),
-])
+@pytest.mark.parametrize(
+    "request_id, expected",
+    [
+        (None, "probe: 'requestId' is a required property"),
+        ({"template": "{claim}"}, "probe.requestId.template: '{claim}' does not match"),
+        ({"template": "{claim}_{request}_{device}"}, "only {claim} and {request} may be filled in"),
+        ({"template": "{claim}_{request}", "replace": "["}, "probe.requestId.replace: not a valid regular expression"),
+    ],
+)
 def test_a_request_naming_probe_needs_a_sound_request_id(tmp_path, request_id, expected):
     doc = base()
     del doc["probe"]["deviceIdAttribute"]

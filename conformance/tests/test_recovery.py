@@ -1,4 +1,5 @@
 """The fault stage's convergence oracle on objects as the API returns them (no cluster needed)."""
+
 from __future__ import annotations
 
 from conformance.lib import recovery
@@ -6,14 +7,23 @@ from conformance.lib.special_claim import ANNOTATION
 
 
 def claim(namespace: str, name: str, owner_uid: str, devices: list[str], special: bool = True) -> dict:
-    return {"metadata": {"namespace": namespace, "name": name,
-                         "annotations": {ANNOTATION: "true"} if special else {},
-                         "ownerReferences": [{"uid": owner_uid, "controller": True}]},
-            "status": {"allocation": {"devices": {"results": [{"pool": "node-a", "device": d} for d in devices]}}}}
+    return {
+        "metadata": {
+            "namespace": namespace,
+            "name": name,
+            "annotations": {ANNOTATION: "true"} if special else {},
+            "ownerReferences": [{"uid": owner_uid, "controller": True}],
+        },
+        "status": {"allocation": {"devices": {"results": [{"pool": "node-a", "device": d} for d in devices]}}},
+    }
 
 
 def pod(name: str, uid: str, node: str | None = None, status: dict | None = None) -> dict:
-    return {"metadata": {"namespace": "ns", "name": name, "uid": uid}, "spec": {"nodeName": node} if node else {}, "status": status or {}}
+    return {
+        "metadata": {"namespace": "ns", "name": name, "uid": uid},
+        "spec": {"nodeName": node} if node else {},
+        "status": status or {},
+    }
 
 
 class Api:
@@ -35,15 +45,27 @@ def test_a_device_in_two_claims_is_named_with_both() -> None:
 
 
 def test_only_special_claims_whose_pod_is_gone_are_orphans() -> None:
-    api = Api([pod("alive", "u1")], [claim("ns", "kept", "u1", []), claim("ns", "orphan", "gone", []),
-                                     claim("ns", "users-own", "gone", [], special=False)])
+    api = Api(
+        [pod("alive", "u1")],
+        [
+            claim("ns", "kept", "u1", []),
+            claim("ns", "orphan", "gone", []),
+            claim("ns", "users-own", "gone", [], special=False),
+        ],
+    )
     assert recovery.orphaned_special_claims(api, "ns") == ["orphan"]
 
 
 def test_special_claims_of_unbound_pods_are_what_a_crash_in_prebind_leaves() -> None:
-    api = Api([pod("made", "u1"), pod("named", "u2", status={"extendedResourceClaimStatus": {"resourceClaimName": "c2"}}),
-               pod("bound", "u3", node="node-a"), pod("nothing-yet", "u4")],
-              [claim("ns", "c1", "u1", []), claim("ns", "c2", "u2", []), claim("ns", "c3", "u3", [])])
+    api = Api(
+        [
+            pod("made", "u1"),
+            pod("named", "u2", status={"extendedResourceClaimStatus": {"resourceClaimName": "c2"}}),
+            pod("bound", "u3", node="node-a"),
+            pod("nothing-yet", "u4"),
+        ],
+        [claim("ns", "c1", "u1", []), claim("ns", "c2", "u2", []), claim("ns", "c3", "u3", [])],
+    )
     assert recovery.unbound_pods_with_special_claims(api, "ns") == {"made": "c1", "named": "c2"}
 
 
@@ -52,16 +74,30 @@ def scheduled_condition(message: str) -> dict:
 
 
 def test_only_pods_whose_leftover_claim_the_scheduler_deleted_are_left_for_its_periodic_retry() -> None:
-    bug_11 = ("0/2 nodes are available: 1 cannot schedule extended resource claim, 1 node(s) didn't satisfy "
-              "plugin(s) [DynamicResources NodeAffinity]. deletion of ResourceClaim completed, preemption: ...")
-    api = Api([pod("stalled", "u1", status=scheduled_condition(bug_11)),
-               pod("short-of-devices", "u2", status=scheduled_condition("0/2 nodes are available: 2 Insufficient "
-                                                                        "nvidia.com/gpu.")),
-               pod("claim-found-not-deleted", "u3", status=scheduled_condition(
-                   "0/2 nodes are available: 1 cannot schedule extended resource claim.")),
-               pod("not-tried-yet", "u4")], [])
-    assert recovery.left_for_periodic_retry(api, "ns", ["stalled", "short-of-devices", "claim-found-not-deleted",
-                                                        "not-tried-yet", "gone"]) == ["stalled"]
+    bug_11 = (
+        "0/2 nodes are available: 1 cannot schedule extended resource claim, 1 node(s) didn't satisfy "
+        "plugin(s) [DynamicResources NodeAffinity]. deletion of ResourceClaim completed, preemption: ..."
+    )
+    api = Api(
+        [
+            pod("stalled", "u1", status=scheduled_condition(bug_11)),
+            pod(
+                "short-of-devices",
+                "u2",
+                status=scheduled_condition("0/2 nodes are available: 2 Insufficient nvidia.com/gpu."),
+            ),
+            pod(
+                "claim-found-not-deleted",
+                "u3",
+                status=scheduled_condition("0/2 nodes are available: 1 cannot schedule extended resource claim."),
+            ),
+            pod("not-tried-yet", "u4"),
+        ],
+        [],
+    )
+    assert recovery.left_for_periodic_retry(
+        api, "ns", ["stalled", "short-of-devices", "claim-found-not-deleted", "not-tried-yet", "gone"]
+    ) == ["stalled"]
 
 
 class DriverState(Api):
@@ -89,18 +125,26 @@ def test_the_driver_is_judged_on_claims_it_came_to_hold_during_the_test_only(mon
     from conformance.lib.checks import Check, Checks
     from conformance.lib.profile import NodeState, load
     from conformance.lib.scenario import Served
-    monkeypatch.setattr(recovery, "wait_for", lambda probe, **kw: probe() or (_ for _ in ()).throw(
-        AssertionError(f"{kw['what']}: {kw['describe']()}")))
-    profile = dataclasses.replace(load("fake-gpu"), driver_namespace="drv", node_state=NodeState(
-        ("cat",), re.compile(r"prepared (?P<uid>\S+)"), "app=plugin"))
+
+    monkeypatch.setattr(
+        recovery,
+        "wait_for",
+        lambda probe, **kw: probe() or (_ for _ in ()).throw(AssertionError(f"{kw['what']}: {kw['describe']()}")),
+    )
+    profile = dataclasses.replace(
+        load("fake-gpu"),
+        driver_namespace="drv",
+        node_state=NodeState(("cat",), re.compile(r"prepared (?P<uid>\S+)"), "app=plugin"),
+    )
     running = claim("ns", "c-run", "p-uid", ["gpu-0"]) | {"metadata": {"name": "c-run", "uid": "run"}}
     served = [Served(pod("p", "p-uid", "node-a"), running, {})]
 
     def judged(held: list[str]) -> list[Check]:
         target = type("Target", (), {"api": DriverState([], [running], held), "profile": profile})()
         checks: list[Check] = []
-        recovery.check_driver_holds_its_pods_claims(target, Checks({"FAULT-1"}, checks.append), "FAULT-1", served,
-                                                    "the fault", {"node-a": frozenset({"old"})})
+        recovery.check_driver_holds_its_pods_claims(
+            target, Checks({"FAULT-1"}, checks.append), "FAULT-1", served, "the fault", {"node-a": frozenset({"old"})}
+        )
         return checks
 
     assert [c.verdict for c in judged(["run", "old"])] == ["passed"]

@@ -1,5 +1,6 @@
 """The runner never hides a failure: failing stages, signals, setup errors and interrupts all
 end non-zero with a summary, JUnit and bundle, and nothing left behind (no cluster needed)."""
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,18 @@ def kind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
 
 
 def run_kind(state: dict) -> int:
-    return run.main(["--k8s-versions", "1.37", "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--out", str(state["out"])])
+    return run.main(
+        [
+            "--k8s-versions",
+            "1.37",
+            "--no-mixed",
+            "--no-faults",
+            "--no-gate-cycle",
+            "--no-upgrade",
+            "--out",
+            str(state["out"]),
+        ]
+    )
 
 
 def stages(state: dict) -> list[dict]:
@@ -96,16 +108,41 @@ def test_driver_error_deletes_the_cluster_it_made(kind):
 def test_profiles_take_turns_on_one_cluster_each_with_its_own_report(kind, monkeypatch):
     removed = []
     monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({"DRIVER_IMAGE": "driver:1"})))
-    monkeypatch.setattr(run.driver_setup.cleanup, "sweep", lambda api: removed.append("the tests' objects") or ["Namespace/kep5004-x"])
-    monkeypatch.setattr(run.driver_setup, "uninstall_fake_driver", lambda kubectl, profile, image: removed.append(profile.name))
-    monkeypatch.setattr(run, "main_stages", lambda kubeconfig, args, report: [0 if report.profile.name == "fake-gpu" else 1])
-    assert run.main(["--k8s-versions", "1.37", "--no-mixed", "--no-faults", "--no-gate-cycle", "--no-upgrade", "--profile", "fake-gpu,example-gpu",
-                     "--out", str(kind["out"])]) == 1
+    monkeypatch.setattr(
+        run.driver_setup.cleanup, "sweep", lambda api: removed.append("the tests' objects") or ["Namespace/kep5004-x"]
+    )
+    monkeypatch.setattr(
+        run.driver_setup, "uninstall_fake_driver", lambda kubectl, profile, image: removed.append(profile.name)
+    )
+    monkeypatch.setattr(
+        run, "main_stages", lambda kubeconfig, args, report: [0 if report.profile.name == "fake-gpu" else 1]
+    )
+    assert (
+        run.main(
+            [
+                "--k8s-versions",
+                "1.37",
+                "--no-mixed",
+                "--no-faults",
+                "--no-gate-cycle",
+                "--no-upgrade",
+                "--profile",
+                "fake-gpu,example-gpu",
+                "--out",
+                str(kind["out"]),
+            ]
+        )
+        == 1
+    )
     assert [c.name for c in kind["clusters"]] == ["kep5004-dra-137"] and kind["deleted"] == ["kep5004-dra-137"]
     # what the first profile's tests made goes first: a pod terminating without its driver stays for good
-    assert removed == ["the tests' objects", "fake-gpu"], "the first profile's driver goes before the second one's comes"
-    first, second = (json.loads((kind["out"] / name / "summary.json").read_text())["context"]
-                     for name in ("kep5004-dra-137", "kep5004-dra-137-example-gpu"))
+    assert removed == ["the tests' objects", "fake-gpu"], (
+        "the first profile's driver goes before the second one's comes"
+    )
+    first, second = (
+        json.loads((kind["out"] / name / "summary.json").read_text())["context"]
+        for name in ("kep5004-dra-137", "kep5004-dra-137-example-gpu")
+    )
     assert (first["profile"], second["profile"]) == ("fake-gpu", "example-gpu")
     assert kind["clusters"][0].exported, "the second profile's failure exports the cluster's logs"
 
@@ -130,11 +167,16 @@ def test_existing_cluster_mode_needs_a_profile_and_installs_nothing_unasked(monk
 
 def test_missing_permissions_are_named_before_anything_is_created(monkeypatch, tmp_path, capsys):
     from conformance.lib import permissions
+
     monkeypatch.setattr(run.Api, "server_version", lambda self: "v1.37.2")
     monkeypatch.setattr(permissions, "_allowed", lambda api, p: p.resource != "deviceclasses" or p.verb != "create")
     monkeypatch.setattr(run, "fresh", lambda out: pytest.fail("nothing may be created"))
     profile = tmp_path / "vendor.yaml"
-    profile.write_text((run.REPO_ROOT / "fixtures/profiles/fake-gpu.yaml").read_text().replace("deploy: fake-driver", "deploy: preinstalled"))
+    profile.write_text(
+        (run.REPO_ROOT / "fixtures/profiles/fake-gpu.yaml")
+        .read_text()
+        .replace("deploy: fake-driver", "deploy: preinstalled")
+    )
     assert run.main(["--kubeconfig", str(tmp_path / "kubeconfig"), "--profile", str(profile)]) == 2
     assert "lack 1 permission(s) the suite needs: create deviceclasses.resource.k8s.io" in capsys.readouterr().err
 
@@ -145,6 +187,7 @@ def test_an_interrupted_stage_stops_its_whole_process_group():
     import signal
     import subprocess
     import time
+
     stage = subprocess.Popen(["sh", "-c", "trap '' INT; sleep 300 & sleep 300 & wait"], start_new_session=True)
     time.sleep(0.5)
     run.stop_process_group(stage, grace=1)
@@ -156,6 +199,7 @@ def test_an_interrupted_stage_stops_its_whole_process_group():
 def _running_in_group(pgid: int) -> list[int]:
     """Live (not zombie) processes of a process group, from /proc."""
     from pathlib import Path
+
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -180,8 +224,15 @@ def test_jobs_hands_each_version_to_a_run_of_its_own_and_fails_when_one_fails(ki
     assert run.main(args) == 1
     assert sorted(handed) == ["v1.36.3", "v1.37.2"]
     # The user's arguments, then this version alone, one job, the report root made absolute.
-    assert handed["v1.36.3"][-len(args) - 6:] == [*args, "--k8s-versions", "v1.36.3", "--jobs", "1",
-                                                    "--out", str(Path("rel").absolute())]
+    assert handed["v1.36.3"][-len(args) - 6 :] == [
+        *args,
+        "--k8s-versions",
+        "v1.36.3",
+        "--jobs",
+        "1",
+        "--out",
+        str(Path("rel").absolute()),
+    ]
     assert kind["clusters"] == [], "the parent makes no cluster itself"
     assert (Path("rel") / "coverage.md").exists()
 
@@ -198,6 +249,7 @@ def step(name: str) -> run.Step:
 
 def test_lanes_run_at_once_and_every_step_runs_after_a_failure(lanes_state):
     import threading
+
     other_started, ran = threading.Event(), []
 
     def run_step(s: run.Step) -> bool:
@@ -213,6 +265,7 @@ def test_lanes_run_at_once_and_every_step_runs_after_a_failure(lanes_state):
 
 def test_an_interrupt_in_the_first_lane_stops_the_others_before_their_next_step(lanes_state):
     import threading
+
     second_running, ran = threading.Event(), []
 
     def run_step(s: run.Step) -> bool:
@@ -236,6 +289,7 @@ def test_an_interrupt_in_the_first_lane_stops_the_others_before_their_next_step(
 def test_the_in_place_lane_makes_its_cluster_once_the_first_lanes_is_up_or_failed(kind, monkeypatch, first_fails):
     import threading
     import time
+
     events, fake_ensure = [], lifecycle.ensure
 
     def ensure(spec, images, failure_logs=None, stop=None, priority=1):
@@ -261,7 +315,22 @@ def test_the_in_place_lane_makes_its_cluster_once_the_first_lanes_is_up_or_faile
 
 
 def test_the_run_says_how_many_clusters_the_host_allows_and_hands_it_on(kind: dict, capsys) -> None:
-    assert run.main(["--k8s-versions", "1.37", "--max-clusters", "3", "--no-mixed", "--no-faults", "--no-gate-cycle",
-                     "--no-upgrade", "--out", str(kind["out"])]) == 0
+    assert (
+        run.main(
+            [
+                "--k8s-versions",
+                "1.37",
+                "--max-clusters",
+                "3",
+                "--no-mixed",
+                "--no-faults",
+                "--no-gate-cycle",
+                "--no-upgrade",
+                "--out",
+                str(kind["out"]),
+            ]
+        )
+        == 0
+    )
     assert "clusters alive at once" in capsys.readouterr().err
     assert os.environ[capacity.MAX_CLUSTERS_ENV] == "3" and int(os.environ[capacity.CREATE_AT_ONCE_ENV]) >= 1

@@ -1,4 +1,5 @@
 """Which stages the runner plans per Kubernetes version (no cluster needed)."""
+
 from __future__ import annotations
 
 import argparse
@@ -45,7 +46,11 @@ def test_skip_flags_and_gate_overrides_leave_only_what_was_asked() -> None:
 def test_every_profile_gets_the_main_and_mixed_stages_the_first_one_the_in_place_changes() -> None:
     plan = kind_plan(min(supported_versions()), ALL, {})
     assert {step.topology: step.every_profile for step in plan} == {
-        "dra": True, "mixed": True, "gate-cycle": False, "in-place": False}
+        "dra": True,
+        "mixed": True,
+        "gate-cycle": False,
+        "in-place": False,
+    }
 
 
 def test_three_lanes_the_gate_cycle_after_the_mixed_stage_unless_one_cluster_at_a_time() -> None:
@@ -60,16 +65,23 @@ def test_three_lanes_the_gate_cycle_after_the_mixed_stage_unless_one_cluster_at_
 def test_only_the_in_place_lane_waits_for_the_first_cluster() -> None:
     plan = kind_plan(min(supported_versions()), ALL, {})
     assert {step.topology: step.after_first_cluster for step in plan} == {
-        "dra": False, "mixed": False, "gate-cycle": False, "in-place": True}
+        "dra": False,
+        "mixed": False,
+        "gate-cycle": False,
+        "in-place": True,
+    }
 
 
 def test_the_disruptive_permissions_are_asked_for_only_with_the_disruptive_tests():
     from conformance.lib import permissions
     from conformance.lib.profile import load
+
     plain, disruptive = (permissions.required(load("example-gpu"), d) for d in (False, True))
     assert {"create pods/eviction", "patch nodes"} <= {str(p) for p in disruptive}
     assert "create pods/eviction" not in {str(p) for p in plain}
-    assert len({str(p) for p in permissions.required(load("fake-gpu"), True)}) == len(permissions.required(load("fake-gpu"), True))
+    assert len({str(p) for p in permissions.required(load("fake-gpu"), True)}) == len(
+        permissions.required(load("fake-gpu"), True)
+    )
 
 
 def test_secret_permissions_are_asked_for_only_with_a_workload_pull_secret():
@@ -77,6 +89,7 @@ def test_secret_permissions_are_asked_for_only_with_a_workload_pull_secret():
 
     from conformance.lib import permissions
     from conformance.lib.profile import load
+
     plain = load("example-gpu")
     with_secret = dataclasses.replace(plain, workload_pull_secret=("drv", "regcred"))
     wanted = {"get secrets", "create secrets", "patch serviceaccounts"}

@@ -1,4 +1,5 @@
 """The scale benchmark's objects and table (the run itself needs a cluster and kwok)."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,17 +24,24 @@ def test_pods_go_only_to_fake_nodes_and_ask_one_gpu() -> None:
 
 
 def test_table_has_the_median_rate_and_ratio_per_node_count() -> None:
-    batches = [Batch(100, "dra", 500, 10.0, []), Batch(100, "device-plugin", 500, 5.0, []),
-               Batch(1000, "dra", 5000, 50.0, []), Batch(1000, "device-plugin", 5000, 100.0, [])]
+    batches = [
+        Batch(100, "dra", 500, 10.0, []),
+        Batch(100, "device-plugin", 500, 5.0, []),
+        Batch(1000, "dra", 5000, 50.0, []),
+        Batch(1000, "device-plugin", 5000, 100.0, []),
+    ]
     rows = table(batches).splitlines()[2:]
     assert rows == ["| 100 | 500 | 50.0 | 100.0 | 0.50 |", "| 1000 | 5000 | 100.0 | 50.0 | 2.00 |"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--nodes", "1000,100"], "--nodes must ascend"),
-    (["--nodes", "many"], "not a comma-separated list"),
-    (["--pods-per-node", "9"], "--pods-per-node be 1..--gpus"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--nodes", "1000,100"], "--nodes must ascend"),
+        (["--nodes", "many"], "not a comma-separated list"),
+        (["--pods-per-node", "9"], "--pods-per-node be 1..--gpus"),
+    ],
+)
 def test_bad_arguments_stop_before_anything_is_made(args, message, capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
         scale_bench.main(args)

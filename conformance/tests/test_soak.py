@@ -1,4 +1,5 @@
 """make soak's table: flaky, always failing and never failing tests told apart (no cluster)."""
+
 from __future__ import annotations
 
 import json

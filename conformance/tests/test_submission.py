@@ -1,4 +1,5 @@
 """A certification submission from a run's report (no cluster: the report is written here)."""
+
 from __future__ import annotations
 
 import json
@@ -11,11 +12,21 @@ from conformance.report import submission, summary
 def test_a_run_s_report_becomes_a_submission_in_the_k8s_conformance_shape(tmp_path):
     report = tmp_path / "existing"
     report.mkdir()
-    record = {"test": "t::a", "when": "call", "outcome": "passed", "requirements": ["CTR-1"], "duration": 1.0,
-              "message": "", "checks": [{"id": "CTR-1", "verdict": "passed", "message": "", "reference": ""}]}
+    record = {
+        "test": "t::a",
+        "when": "call",
+        "outcome": "passed",
+        "requirements": ["CTR-1"],
+        "duration": 1.0,
+        "message": "",
+        "checks": [{"id": "CTR-1", "verdict": "passed", "message": "", "reference": ""}],
+    }
     (report / "results.jsonl").write_text(json.dumps(record) + "\n")
-    summary.write([record], report, {"server": "v1.37.2", "target": "existing", "profile": "example-gpu",
-                                     "driver": "gpu.example.com"})
+    summary.write(
+        [record],
+        report,
+        {"server": "v1.37.2", "target": "existing", "profile": "example-gpu", "driver": "gpu.example.com"},
+    )
     written = submission.write(report, tmp_path / "submission")
     assert [w.name for w in written] == list(submission.FILES) and all(w.exists() for w in written)
     assert yaml.safe_load(written[0].read_text()) == {"name": "gpu.example.com", "type": "dra-driver"}
@@ -33,6 +44,7 @@ def test_bundles_of_runs_made_apart_merge_into_one_coverage_table_and_junit(tmp_
     import xml.etree.ElementTree as ET
 
     from conformance.report import merge
+
     bundles = []
     for i, (server, profile) in enumerate((("v1.36.3", "fake-gpu"), ("v1.36.3", "example-gpu"))):
         report = tmp_path / f"machine-{i}" / "kep5004-dra-136"  # two cells name their report alike
@@ -46,5 +58,7 @@ def test_bundles_of_runs_made_apart_merge_into_one_coverage_table_and_junit(tmp_
     coverage_md, junit_xml = merge.merge(tmp_path / "merged", bundles)
     assert "v1.36.3 (fake-gpu) | v1.36.3 (example-gpu)" in coverage_md.read_text()
     assert [s.get("name") for s in ET.parse(junit_xml).getroot()] == [
-        "v1.36.3 (fake-gpu): kep5004 parallel", "v1.36.3 (example-gpu): kep5004 parallel"]
+        "v1.36.3 (fake-gpu): kep5004 parallel",
+        "v1.36.3 (example-gpu): kep5004 parallel",
+    ]
     assert merge.main([str(tmp_path / "out"), str(tmp_path / "missing.tar.gz")]) == 2

@@ -1,4 +1,5 @@
 """Verdicts come from evaluated checks only, per ID, on the server's version."""
+
 from __future__ import annotations
 
 import json
@@ -9,12 +10,26 @@ from conformance.report.summary import verdicts
 V137 = {"server": "v1.37.2"}
 
 
-def record(test: str, outcome: str, ids: list[str], checks: list[tuple] = (), message: str = "",
-           when: str = "call") -> dict:
-    return {"test": test, "when": when, "outcome": outcome, "requirements": ids, "duration": 1.0,
-            "message": message,
-            "checks": [{"id": c[0], "verdict": c[1], "message": c[2] if len(c) > 2 else "",
-                        "reference": c[3] if len(c) > 3 else ""} for c in checks]}
+def record(
+    test: str, outcome: str, ids: list[str], checks: list[tuple] = (), message: str = "", when: str = "call"
+) -> dict:
+    return {
+        "test": test,
+        "when": when,
+        "outcome": outcome,
+        "requirements": ids,
+        "duration": 1.0,
+        "message": message,
+        "checks": [
+            {
+                "id": c[0],
+                "verdict": c[1],
+                "message": c[2] if len(c) > 2 else "",
+                "reference": c[3] if len(c) > 3 else "",
+            }
+            for c in checks
+        ],
+    }
 
 
 def by_id(records: list[dict], context: dict = V137) -> dict[str, summary.Verdict]:
@@ -29,15 +44,27 @@ def test_a_cited_id_that_was_never_checked_is_not_credited():
 
 
 def test_a_failure_anywhere_outweighs_passes_elsewhere():
-    got = by_id([record("t::a", "passed", ["CTR-1"], [("CTR-1", "passed")]),
-                 record("t::b", "failed", ["CTR-1"], [("CTR-1", "failed", "wrong device")])])
+    got = by_id(
+        [
+            record("t::a", "passed", ["CTR-1"], [("CTR-1", "passed")]),
+            record("t::b", "failed", ["CTR-1"], [("CTR-1", "failed", "wrong device")]),
+        ]
+    )
     assert got["CTR-1"].verdict == "failed" and got["CTR-1"].tests == ["t::a", "t::b"]
 
 
 def test_a_deviation_is_neither_passed_nor_failed_and_names_upstream():
-    got = by_id([record("t::gate", "passed", ["GATE-2"],
-                        [("GATE-2", "deviates", "implicit-name pod stopped", "kubernetes/kubernetes#1")])],
-                {"server": "v1.36.3"})
+    got = by_id(
+        [
+            record(
+                "t::gate",
+                "passed",
+                ["GATE-2"],
+                [("GATE-2", "deviates", "implicit-name pod stopped", "kubernetes/kubernetes#1")],
+            )
+        ],
+        {"server": "v1.36.3"},
+    )
     assert got["GATE-2"].verdict == "deviates"
     assert got["GATE-2"].references == ["kubernetes/kubernetes#1"]
 
@@ -59,11 +86,16 @@ def test_a_failed_check_is_never_hidden_by_applicability():
 
 
 def test_write_counts_every_verdict_and_shows_stage_errors(tmp_path):
-    context = {**V137, "target": "kep5004-dra-1-37", "stages": [{"stage": "create dra", "error": "kind failed"}],
-               "preflight": [{"name": "deviceclass", "verdict": "failed", "detail": "no extendedResourceName"}]}
+    context = {
+        **V137,
+        "target": "kep5004-dra-1-37",
+        "stages": [{"stage": "create dra", "error": "kind failed"}],
+        "preflight": [{"name": "deviceclass", "verdict": "failed", "detail": "no extendedResourceName"}],
+    }
     counts = summary.write([record("t::a", "passed", ["ALLOC-1"], [("ALLOC-1", "passed")])], tmp_path, context)
-    assert counts["passed"] == 1 and sum(counts.values()) == len(json.loads(
-        (tmp_path / "summary.json").read_text())["requirements"])
+    assert counts["passed"] == 1 and sum(counts.values()) == len(
+        json.loads((tmp_path / "summary.json").read_text())["requirements"]
+    )
     text = (tmp_path / "summary.md").read_text()
     assert "create dra ? s (error: kind failed)" in text
     assert "preflight deviceclass: failed (no extendedResourceName)" in text
@@ -71,10 +103,14 @@ def test_write_counts_every_verdict_and_shows_stage_errors(tmp_path):
 
 def test_coverage_table_has_a_column_per_run(tmp_path):
     from conformance.report.coverage import table
+
     runs = []
     for server in ("v1.36.3", "v1.37.2"):
-        summary.write([record("t::a", "passed", ["ALLOC-1"], [("ALLOC-1", "passed")])], tmp_path,
-                      {"server": server, "profile": "fake-gpu"})
+        summary.write(
+            [record("t::a", "passed", ["ALLOC-1"], [("ALLOC-1", "passed")])],
+            tmp_path,
+            {"server": server, "profile": "fake-gpu"},
+        )
         runs.append(json.loads((tmp_path / "summary.json").read_text()))
     text = table(runs)
     assert "| ALLOC-1 | No overcommitment of devices | pass | pass |" in text
@@ -92,6 +128,7 @@ def test_coverage_points_to_the_profile_that_has_the_verdict():
     from dataclasses import asdict
 
     from conformance.report.coverage import table
+
     context = {"server": "v1.36.3", "profile": "example-gpu", "first_profile_only": "fake-gpu"}
     summary_doc = {"context": context, "counts": {}, "requirements": [asdict(v) for v in verdicts([], context)]}
     text = table([summary_doc])
@@ -100,9 +137,17 @@ def test_coverage_points_to_the_profile_that_has_the_verdict():
 
 
 def test_a_failed_check_fails_its_id_and_the_test_s_other_ids_are_not_credited():
-    got = by_id([record("t::ctr", "failed", ["ALLOC-1", "CTR-1", "STATUS-1"],
-                        [("ALLOC-1", "passed"), ("CTR-1", "failed", "container main sees []"), ("STATUS-1", "passed")],
-                        message="[CTR-1] failed: container main sees []")])
+    got = by_id(
+        [
+            record(
+                "t::ctr",
+                "failed",
+                ["ALLOC-1", "CTR-1", "STATUS-1"],
+                [("ALLOC-1", "passed"), ("CTR-1", "failed", "container main sees []"), ("STATUS-1", "passed")],
+                message="[CTR-1] failed: container main sees []",
+            )
+        ]
+    )
     assert got["CTR-1"].verdict == "failed" and got["CTR-1"].reasons == ["t::ctr: container main sees []"]
     for rid in ("ALLOC-1", "STATUS-1"):
         assert got[rid].verdict == "error" and got[rid].caused_by == ["CTR-1"]
@@ -112,8 +157,17 @@ def test_a_failed_check_fails_its_id_and_the_test_s_other_ids_are_not_credited()
 def test_a_test_that_broke_after_its_checks_held_leaves_no_id_passed():
     """Measured on a full run: the machine-restart fault test failed on a 60 s wait for the CNI
     config outside any check, after FAULT-5's checks had held; FAULT-5 read `passed`."""
-    got = by_id([record("t::restart", "failed", ["FAULT-5"], [("FAULT-5", "passed")],
-                        message="Traceback...\nWaitTimeout: no CNI config after 60 s")])
+    got = by_id(
+        [
+            record(
+                "t::restart",
+                "failed",
+                ["FAULT-5"],
+                [("FAULT-5", "passed")],
+                message="Traceback...\nWaitTimeout: no CNI config after 60 s",
+            )
+        ]
+    )
     assert got["FAULT-5"].verdict == "error" and got["FAULT-5"].caused_by == []
     assert got["FAULT-5"].reasons == ["t::restart: t::restart (call) broke: WaitTimeout: no CNI config after 60 s"]
 
@@ -121,26 +175,43 @@ def test_a_test_that_broke_after_its_checks_held_leaves_no_id_passed():
 def test_a_broken_test_keeps_its_id_from_being_credited_by_passes_elsewhere():
     """Seen on a restricted ServiceAccount: the driver-update test was forbidden to list DaemonSets
     before it checked KUBELET-1, which other tests passed. KUBELET-1 is then not `passed`."""
-    got = by_id([record("t::claim", "passed", ["KUBELET-1"], [("KUBELET-1", "passed")]),
-                 record("t::update", "failed", ["KUBELET-1"], message="ApiException: (403) daemonsets is forbidden")])
+    got = by_id(
+        [
+            record("t::claim", "passed", ["KUBELET-1"], [("KUBELET-1", "passed")]),
+            record("t::update", "failed", ["KUBELET-1"], message="ApiException: (403) daemonsets is forbidden"),
+        ]
+    )
     assert got["KUBELET-1"].verdict == "error"
-    assert got["KUBELET-1"].reasons == ["t::update: t::update (call) broke: ApiException: (403) daemonsets is forbidden"]
-    failed = by_id([record("t::a", "failed", ["CTR-1"], [("CTR-1", "failed", "wrong device")]),
-                    record("t::b", "failed", ["CTR-1"], message="ApiException: 500")])
+    assert got["KUBELET-1"].reasons == [
+        "t::update: t::update (call) broke: ApiException: (403) daemonsets is forbidden"
+    ]
+    failed = by_id(
+        [
+            record("t::a", "failed", ["CTR-1"], [("CTR-1", "failed", "wrong device")]),
+            record("t::b", "failed", ["CTR-1"], message="ApiException: 500"),
+        ]
+    )
     assert failed["CTR-1"].verdict == "failed"  # a failure still outranks an error
 
 
 def test_a_broken_test_s_reason_is_its_exception_not_where_it_was_raised():
-    report = ("    raise ProbeError(...)\nE   conformance.lib.workloads.ProbeError: probe 'p' in ns/x exited 1: (no output)\n"
-              "\nconformance/lib/workloads.py:112: ProbeError")
+    report = (
+        "    raise ProbeError(...)\nE   conformance.lib.workloads.ProbeError: probe 'p' in ns/x exited 1: (no output)\n"
+        "\nconformance/lib/workloads.py:112: ProbeError"
+    )
     got = by_id([record("t::x", "failed", ["CLAIM-6"], message=report)])
-    assert got["CLAIM-6"].reasons == ["t::x: t::x (call) broke: conformance.lib.workloads.ProbeError: probe 'p' in ns/x "
-                                      "exited 1: (no output)"]
+    assert got["CLAIM-6"].reasons == [
+        "t::x: t::x (call) broke: conformance.lib.workloads.ProbeError: probe 'p' in ns/x exited 1: (no output)"
+    ]
 
 
 def test_a_teardown_that_breaks_is_charged_to_the_test_s_ids():
-    got = by_id([record("t::x", "passed", ["NAME-1"], [("NAME-1", "passed")]),
-                 record("t::x", "failed", ["NAME-1"], message="namespace not deleted", when="teardown")])
+    got = by_id(
+        [
+            record("t::x", "passed", ["NAME-1"], [("NAME-1", "passed")]),
+            record("t::x", "failed", ["NAME-1"], message="namespace not deleted", when="teardown"),
+        ]
+    )
     assert got["NAME-1"].verdict == "error" and "(teardown) broke: namespace not deleted" in got["NAME-1"].reasons[0]
 
 
@@ -149,14 +220,19 @@ def test_a_gate_off_requirement_is_not_tested_unless_the_gate_cycle_checked_it()
     unchecked = by_id([], {"server": "v1.36.3"})
     assert checked["GATE-1"].verdict == "passed"
     assert unchecked["GATE-1"].verdict == "not tested"
-    assert "needs DRAExtendedResource off" in unchecked["GATE-1"].reasons[0] and "gate-cycle" in unchecked["GATE-1"].reasons[0]
+    assert (
+        "needs DRAExtendedResource off" in unchecked["GATE-1"].reasons[0]
+        and "gate-cycle" in unchecked["GATE-1"].reasons[0]
+    )
     # A gate the run set: requirements needing the other state do not apply.
     off = by_id([], {"server": "v1.36.3", "gate_enabled": False})
     assert off["NAME-1"].verdict == "not applicable"
 
 
 def test_a_skipped_test_is_not_tested_with_its_reason():
-    got = by_id([record("t::p", "skipped", ["SCORE-1"], message="not tested: needs a kind cluster on this host", when="setup")])
+    got = by_id(
+        [record("t::p", "skipped", ["SCORE-1"], message="not tested: needs a kind cluster on this host", when="setup")]
+    )
     assert got["SCORE-1"].verdict == "not tested" and got["SCORE-1"].reasons == ["needs a kind cluster on this host"]
 
 
@@ -166,19 +242,31 @@ def test_a_stage_that_did_not_run_is_the_reason_its_ids_are_not_tested():
 
 
 def test_a_clause_not_tested_keeps_an_otherwise_held_id_from_passed():
-    got = by_id([record("t::claim", "passed", ["KUBELET-1"],
-                        [("KUBELET-1", "passed"), ("KUBELET-1", "not tested", "unprepare not checked: no nodeState")])])
+    got = by_id(
+        [
+            record(
+                "t::claim",
+                "passed",
+                ["KUBELET-1"],
+                [("KUBELET-1", "passed"), ("KUBELET-1", "not tested", "unprepare not checked: no nodeState")],
+            )
+        ]
+    )
     assert got["KUBELET-1"].verdict == "not tested"
     assert got["KUBELET-1"].reasons == ["t::claim: unprepare not checked: no nodeState"]
 
 
 def test_an_informational_requirement_is_observed_never_passed():
-    got = by_id([record("t::m", "passed", ["MIXED-4"], [("MIXED-4", "passed"), ("MIXED-4", "observed", "3 of 4 on DRA")])])
+    got = by_id(
+        [record("t::m", "passed", ["MIXED-4"], [("MIXED-4", "passed"), ("MIXED-4", "observed", "3 of 4 on DRA")])]
+    )
     assert got["MIXED-4"].verdict == "observed" and got["MIXED-4"].reasons == ["t::m: 3 of 4 on DRA"]
 
 
 def test_observations_stay_where_the_id_passed():
-    got = by_id([record("t::c", "passed", ["ALLOC-5"], [("ALLOC-5", "passed"), ("ALLOC-5", "observed", "requests named x-0")])])
+    got = by_id(
+        [record("t::c", "passed", ["ALLOC-5"], [("ALLOC-5", "passed"), ("ALLOC-5", "observed", "requests named x-0")])]
+    )
     assert got["ALLOC-5"].verdict in ("passed", "observed")
     assert any("requests named x-0" in r for r in got["ALLOC-5"].reasons)
 
@@ -186,13 +274,16 @@ def test_observations_stay_where_the_id_passed():
 def test_a_stage_that_ended_non_zero_is_on_the_counts_line(tmp_path):
     context = {**V137, "target": "t", "stages": [{"stage": "faults", "exit": 1, "seconds": 3}]}
     summary.write([record("t::a", "passed", ["ALLOC-1"], [("ALLOC-1", "passed")])], tmp_path, context)
-    first = next(line for line in (tmp_path / "summary.md").read_text().splitlines() if line.startswith("All requirements:"))
+    first = next(
+        line for line in (tmp_path / "summary.md").read_text().splitlines() if line.startswith("All requirements:")
+    )
     assert "failed: 0" in first and first.endswith("stages not clean: faults")
     assert json.loads((tmp_path / "summary.json").read_text())["stages_not_clean"] == ["faults"]
 
 
 def _all(verdict: str, **overrides: str) -> list[summary.Verdict]:
     from conformance.catalogue import catalogue
+
     return [summary.Verdict(rid, "", overrides.get(rid.replace("-", "_"), verdict)) for rid in catalogue().requirements]
 
 
@@ -208,8 +299,11 @@ def test_the_driver_verdict_comes_from_the_requirements_that_judge_the_driver_on
 
 
 def test_summary_opens_with_the_driver_verdict_and_lists_what_kept_it_open(tmp_path):
-    summary.write([record("t::c", "failed", ["CTR-1"], [("CTR-1", "failed", "container main sees []")])], tmp_path,
-                  {**V137, "target": "t", "driver": "gpu.example.com", "profile": "p"})
+    summary.write(
+        [record("t::c", "failed", ["CTR-1"], [("CTR-1", "failed", "container main sees []")])],
+        tmp_path,
+        {**V137, "target": "t", "driver": "gpu.example.com", "profile": "p"},
+    )
     lines = (tmp_path / "summary.md").read_text().splitlines()
     assert lines[2].startswith("**Driver verdict: not certified** (gpu.example.com, profile p;")
     assert "- CTR-1 failed: t::c: container main sees []" in lines
@@ -221,9 +315,11 @@ def test_the_run_s_junit_is_every_stage_s_in_one_document_named_by_stage(tmp_pat
     import xml.etree.ElementTree as ET
 
     from conformance.report import junit
+
     (tmp_path / "junit-parallel.xml").write_text(
         '<testsuites><testsuite name="pytest" tests="1"><testcase name="t"><properties>'
-        '<property name="requirements" value="ALLOC-1"/></properties></testcase></testsuite></testsuites>')
+        '<property name="requirements" value="ALLOC-1"/></properties></testcase></testsuite></testsuites>'
+    )
     junit.write_error(junit.stage_file(tmp_path, "dra cluster"), "dra cluster", "CommandError: kind failed")
     root = ET.parse(junit.merge(tmp_path, tmp_path / "junit.xml")).getroot()
     assert [s.get("name") for s in root.findall("testsuite")] == ["kep5004 dra cluster", "kep5004 parallel"]
@@ -231,8 +327,12 @@ def test_the_run_s_junit_is_every_stage_s_in_one_document_named_by_stage(tmp_pat
 
 
 def test_one_reason_shared_by_several_tests_is_said_once_naming_them():
-    got = by_id([record(f"t::p{i}", "passed", ["CTR-1"], [("CTR-1", "not tested", "the probe names requests")])
-                 for i in range(3)])
+    got = by_id(
+        [
+            record(f"t::p{i}", "passed", ["CTR-1"], [("CTR-1", "not tested", "the probe names requests")])
+            for i in range(3)
+        ]
+    )
     assert got["CTR-1"].verdict == "not tested"
     assert got["CTR-1"].reasons == ["t::p0, t::p1, t::p2: the probe names requests"]
 
@@ -250,6 +350,6 @@ def test_a_driver_installed_without_an_explicit_name_is_certified_for_the_implic
 
 
 def test_a_failed_check_is_summed_up_by_its_statement_not_by_the_objects_shown_after_it():
-    message = "pod p stopped after switching the gate back on; seen: {\n \"phase\": \"Succeeded\"\n}"
+    message = 'pod p stopped after switching the gate back on; seen: {\n "phase": "Succeeded"\n}'
     got = by_id([record("t::g", "failed", ["GATE-3"], [("GATE-3", "failed", message)])])
     assert got["GATE-3"].reasons == ["t::g: pod p stopped after switching the gate back on; seen: {"]

@@ -1,4 +1,5 @@
 """The tie test behind SCORE-2 (no cluster)."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,8 +7,9 @@ import pytest
 from conformance.lib.ties import tie_p_value
 
 
-@pytest.mark.parametrize("on_one, expected", [(6, 1.0), (0, 2 / 4096), (12, 2 / 4096), (1, 26 / 4096), (11, 26 / 4096),
-                                              (2, 2 * 79 / 4096)])
+@pytest.mark.parametrize(
+    "on_one, expected", [(6, 1.0), (0, 2 / 4096), (12, 2 / 4096), (1, 26 / 4096), (11, 26 / 4096), (2, 2 * 79 / 4096)]
+)
 def test_twelve_placements_are_judged_against_a_fair_coin(on_one, expected):
     assert tie_p_value(on_one, 12) == pytest.approx(expected)
 

@@ -80,8 +80,12 @@ class DevicePlugin:
                 try:
                     with channel(cfg.kubelet_socket) as kubelet_channel:
                         pb_grpc.RegistrationStub(kubelet_channel).Register(request, timeout=self._register_timeout)
-                    log.info("registered %s (%d GPUs) with the kubelet as %s", cfg.resource_name,
-                             len(self.inventory.gpus), request.endpoint)
+                    log.info(
+                        "registered %s (%d GPUs) with the kubelet as %s",
+                        cfg.resource_name,
+                        len(self.inventory.gpus),
+                        request.endpoint,
+                    )
                     return kubelet
                 except grpc.RpcError as exc:
                     log.warning("registering with %s failed: %s", cfg.kubelet_socket, exc)

@@ -21,17 +21,26 @@ def cdi_device_name(gpu: Gpu) -> str:
     return f"device-plugin-{gpu.name}"
 
 
-def write_cdi_spec(kind: cdi.CdiKind, cdi_dir: Path, state_dir: Path, inventory: NodeInventory,
-                   exposure: str = EXPOSURE_FILES) -> None:
+def write_cdi_spec(
+    kind: cdi.CdiKind, cdi_dir: Path, state_dir: Path, inventory: NodeInventory, exposure: str = EXPOSURE_FILES
+) -> None:
     """One static spec for all GPUs; only used when the plugin hands out CDI device names."""
-    devices = [cdi.CdiDevice(name=cdi_device_name(gpu), edits=container_edits(state_dir, VIA_DEVICE_PLUGIN, [gpu], exposure))
-               for gpu in inventory.gpus]
+    devices = [
+        cdi.CdiDevice(name=cdi_device_name(gpu), edits=container_edits(state_dir, VIA_DEVICE_PLUGIN, [gpu], exposure))
+        for gpu in inventory.gpus
+    ]
     cdi.write_spec(kind.spec_path(cdi_dir, "device-plugin"), cdi.spec_document(kind, devices))
 
 
 class DevicePluginService:
-    def __init__(self, inventory: NodeInventory, state_dir: Path, cdi_kind: cdi.CdiKind | None,
-                 defects: frozenset[str] = frozenset(), exposure: str = EXPOSURE_FILES):
+    def __init__(
+        self,
+        inventory: NodeInventory,
+        state_dir: Path,
+        cdi_kind: cdi.CdiKind | None,
+        defects: frozenset[str] = frozenset(),
+        exposure: str = EXPOSURE_FILES,
+    ):
         """`cdi_kind` set: Allocate names CDI devices; None: it returns env vars + mounts."""
         self._inventory = inventory
         self._state_dir = state_dir
@@ -66,7 +75,7 @@ class DevicePluginService:
         for container in request.container_requests:
             gpus = [self._gpu(device_id, context) for device_id in container.devices_ids]
             if self._first_device:  # whatever the kubelet chose: the node's first GPUs, double booked
-                gpus = list(self._inventory.gpus[:len(gpus)])
+                gpus = list(self._inventory.gpus[: len(gpus)])
             if self._extra_device and gpus:
                 gpus.append(neighbour(self._inventory.gpus, gpus[-1]))
             # Recreate host files a node cleanup may have removed; the runtime binds them next.
@@ -78,8 +87,10 @@ class DevicePluginService:
             else:
                 edits = container_edits(self._state_dir, VIA_DEVICE_PLUGIN, gpus, self._exposure)
                 entry.envs.update(edits.env)
-                entry.mounts.extend(pb.Mount(container_path=m.container_path, host_path=m.host_path, read_only=True)
-                                    for m in edits.mounts)
+                entry.mounts.extend(
+                    pb.Mount(container_path=m.container_path, host_path=m.host_path, read_only=True)
+                    for m in edits.mounts
+                )
         return response
 
     def PreStartContainer(self, request, context: grpc.ServicerContext):

@@ -50,8 +50,9 @@ class KubeApiError(Exception):
 class RestKubeApi:
     """KubeApi over the API server's REST paths, resource.k8s.io/v1."""
 
-    def __init__(self, server: str, token: str | None = None, token_file: Path | None = None,
-                 tls: ssl.SSLContext | None = None):
+    def __init__(
+        self, server: str, token: str | None = None, token_file: Path | None = None, tls: ssl.SSLContext | None = None
+    ):
         self._server = server.rstrip("/")
         self._token, self._token_file = token, token_file
         self._tls = tls
@@ -62,8 +63,11 @@ class RestKubeApi:
         host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
         if host and port and (SERVICE_ACCOUNT / "token").exists():
             # The kubelet rotates the projected token: it is read again for every request.
-            return cls(f"https://{_join_host(host)}:{port}", token_file=SERVICE_ACCOUNT / "token",
-                       tls=ssl.create_default_context(cafile=str(SERVICE_ACCOUNT / "ca.crt")))
+            return cls(
+                f"https://{_join_host(host)}:{port}",
+                token_file=SERVICE_ACCOUNT / "token",
+                tls=ssl.create_default_context(cafile=str(SERVICE_ACCOUNT / "ca.crt")),
+            )
         return cls.from_kubeconfig(Path(os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config"))
 
     @classmethod
@@ -76,11 +80,19 @@ class RestKubeApi:
             server = cluster["server"]
             tls = _tls(cluster, user, path.parent) if server.startswith("https:") else None
         except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:  # ssl.SSLError is an OSError
-            raise CredentialsError(f"no in-cluster service account, and no usable kubeconfig at {path}: {exc!r}") from None
+            raise CredentialsError(
+                f"no in-cluster service account, and no usable kubeconfig at {path}: {exc!r}"
+            ) from None
         return cls(server, token=user.get("token"), tls=tls)
 
-    def _call(self, method: str, path: str, body: Object | None = None, query: dict[str, str] | None = None,
-              missing_ok: bool = False) -> Object | None:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Object | None = None,
+        query: dict[str, str] | None = None,
+        missing_ok: bool = False,
+    ) -> Object | None:
         url = self._server + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
         headers = {"Accept": "application/json"}
         token = self._token_file.read_text().strip() if self._token_file else self._token
@@ -105,8 +117,11 @@ class RestKubeApi:
         return self._call("GET", f"/api/v1/nodes/{name}")["metadata"]["uid"]
 
     def list_resource_slices(self, driver: str, node_name: str) -> list[Object]:
-        listing = self._call("GET", f"{_RESOURCE}/resourceslices",
-                             query={"fieldSelector": f"spec.driver={driver},spec.nodeName={node_name}"})
+        listing = self._call(
+            "GET",
+            f"{_RESOURCE}/resourceslices",
+            query={"fieldSelector": f"spec.driver={driver},spec.nodeName={node_name}"},
+        )
         return listing.get("items") or []
 
     def create_resource_slice(self, body: Object) -> Object:

@@ -25,9 +25,16 @@ class DraPlugin:
     def __init__(self, config: DriverConfig, api: KubeApi, resync_seconds: float = 10.0):
         self.config = config
         self.inventory = config.inventory()
-        self.preparer = ClaimPreparer(api, config.driver_name, self.inventory, config.state_dir,
-                                      config.cdi_dir, Checkpoint(config.checkpoint_path), config.defects,
-                                      config.exposure)
+        self.preparer = ClaimPreparer(
+            api,
+            config.driver_name,
+            self.inventory,
+            config.state_dir,
+            config.cdi_dir,
+            Checkpoint(config.checkpoint_path),
+            config.defects,
+            config.exposure,
+        )
         self.publisher = SlicePublisher(api, config.driver_name, self.inventory, config.defects)
         self._resync_seconds = resync_seconds
         self.readiness = Readiness(config.ready_port)
@@ -44,12 +51,19 @@ class DraPlugin:
             write_device_files(cfg.state_dir, cfg.node_name, VIA_DRA, self.inventory.gpus)
         self.readiness.serve()
         self._dra_server = start_server(cfg.dra_socket, lambda s: add_dra_services(s, self.preparer))
-        registration = RegistrationService("DRAPlugin", cfg.driver_name, str(cfg.dra_socket),
-                                           SUPPORTED_SERVICES, self._on_registration_status)
-        self._registration_server = start_server(cfg.registration_socket,
-                                                 lambda s: add_registration_service(s, registration))
-        log.info("serving %d %s GPUs as driver %s on node %s", len(self.inventory.gpus),
-                 cfg.profile.name, cfg.driver_name, cfg.node_name)
+        registration = RegistrationService(
+            "DRAPlugin", cfg.driver_name, str(cfg.dra_socket), SUPPORTED_SERVICES, self._on_registration_status
+        )
+        self._registration_server = start_server(
+            cfg.registration_socket, lambda s: add_registration_service(s, registration)
+        )
+        log.info(
+            "serving %d %s GPUs as driver %s on node %s",
+            len(self.inventory.gpus),
+            cfg.profile.name,
+            cfg.driver_name,
+            cfg.node_name,
+        )
 
     def run(self, stop: threading.Event) -> None:
         try:

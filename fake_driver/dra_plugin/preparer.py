@@ -40,9 +40,17 @@ class PrepareError(Exception):
 
 
 class ClaimPreparer:
-    def __init__(self, api: KubeApi, driver_name: str, inventory: NodeInventory,
-                 state_dir: Path, cdi_dir: Path, checkpoint: Checkpoint, defects: frozenset[str] = frozenset(),
-                 exposure: str = EXPOSURE_FILES):
+    def __init__(
+        self,
+        api: KubeApi,
+        driver_name: str,
+        inventory: NodeInventory,
+        state_dir: Path,
+        cdi_dir: Path,
+        checkpoint: Checkpoint,
+        defects: frozenset[str] = frozenset(),
+        exposure: str = EXPOSURE_FILES,
+    ):
         self._api = api
         self._driver = driver_name
         self._inventory = inventory
@@ -105,7 +113,8 @@ class ClaimPreparer:
             if result.get("pool") != self._inventory.node_name:
                 raise PrepareError(
                     f"device {result.get('device')} is in pool {result.get('pool')}, "
-                    f"not in this node's pool {self._inventory.node_name}")
+                    f"not in this node's pool {self._inventory.node_name}"
+                )
             allocations.append(Allocation(request=result["request"], device=result["device"]))
         return tuple(allocations)
 
@@ -156,7 +165,7 @@ class ClaimPreparer:
             extra = container_edits(self._state_dir, VIA_DRA, [neighbour(gpus, gpu)], self._exposure)
             edits = ContainerEdits({**edits.env, **extra.env}, edits.mounts)
         if "env-names-other-gpu" in self._defects:
-            edits = ContainerEdits({name: env_value(neighbour(gpus, shown), self._exposure) for name in edits.env},
-                                   edits.mounts)
+            edits = ContainerEdits(
+                {name: env_value(neighbour(gpus, shown), self._exposure) for name in edits.env}, edits.mounts
+            )
         return edits
-

@@ -15,10 +15,17 @@ log = logging.getLogger(__name__)
 
 
 class RegistrationService:
-    def __init__(self, plugin_type: str, name: str, endpoint: str, versions: Sequence[str],
-                 on_status: Callable[[bool, str], None]):
+    def __init__(
+        self,
+        plugin_type: str,
+        name: str,
+        endpoint: str,
+        versions: Sequence[str],
+        on_status: Callable[[bool, str], None],
+    ):
         self._info = pluginregistration_pb2.PluginInfo(
-            type=plugin_type, name=name, endpoint=endpoint, supported_versions=list(versions))
+            type=plugin_type, name=name, endpoint=endpoint, supported_versions=list(versions)
+        )
         self._on_status = on_status
 
     def GetInfo(self, request, context: grpc.ServicerContext):
@@ -47,7 +54,8 @@ def live_peers(registry_dir: Path, own_socket: Path, driver_name: str, timeout: 
         try:
             with channel(path) as conn:
                 info = pluginregistration_pb2_grpc.RegistrationStub(conn).GetInfo(
-                    pluginregistration_pb2.InfoRequest(), timeout=timeout)
+                    pluginregistration_pb2.InfoRequest(), timeout=timeout
+                )
         except (grpc.RpcError, ValueError):
             continue
         if info.name == driver_name:

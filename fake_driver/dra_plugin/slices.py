@@ -48,8 +48,10 @@ class SlicePublisher:
         self._devices = [slice_device(gpu) for gpu in gpus]
         if "slice-wrong-id" in defects:  # every attribute holding the GPU's identity says something else
             for device, gpu in zip(self._devices, gpus):
-                device["attributes"] = {k: ({"string": gpu.uuid[::-1]} if v == {"string": gpu.uuid} else v)
-                                        for k, v in device["attributes"].items()}
+                device["attributes"] = {
+                    k: ({"string": gpu.uuid[::-1]} if v == {"string": gpu.uuid} else v)
+                    for k, v in device["attributes"].items()
+                }
 
     def _spec(self, generation: int) -> Object:
         return {
@@ -71,8 +73,7 @@ class SlicePublisher:
     def reconcile(self) -> None:
         """Make the API hold exactly one up-to-date slice for this node; also repairs slices
         that someone else (e.g. the kubelet after a restart) deleted or changed."""
-        existing = sorted(self._api.list_resource_slices(self._driver, self._node),
-                          key=lambda s: s["metadata"]["name"])
+        existing = sorted(self._api.list_resource_slices(self._driver, self._node), key=lambda s: s["metadata"]["name"])
         newest = max((s["spec"].get("pool", {}).get("generation", 0) for s in existing), default=0)
         keep = next((s for s in existing if s["spec"].get("pool", {}).get("name") == self._node), None)
         if keep is None:
@@ -81,23 +82,36 @@ class SlicePublisher:
                 "kind": "ResourceSlice",
                 "metadata": {
                     "generateName": f"{self._node}-{self._driver}-",
-                    "ownerReferences": [{  # garbage collected with the Node
-                        "apiVersion": "v1", "kind": "Node", "name": self._node,
-                        "uid": self._api.get_node_uid(self._node), "controller": True,
-                    }],
+                    "ownerReferences": [
+                        {  # garbage collected with the Node
+                            "apiVersion": "v1",
+                            "kind": "Node",
+                            "name": self._node,
+                            "uid": self._api.get_node_uid(self._node),
+                            "controller": True,
+                        }
+                    ],
                 },
                 "spec": self._spec(newest + 1),
             }
             created = self._api.create_resource_slice(body)
-            log.info("published %d devices in ResourceSlice %s (generation %d)",
-                     len(self._devices), created["metadata"]["name"], newest + 1)
+            log.info(
+                "published %d devices in ResourceSlice %s (generation %d)",
+                len(self._devices),
+                created["metadata"]["name"],
+                newest + 1,
+            )
         elif not self._is_current(keep):
             # A new pool generation tells the scheduler to ignore what it saw before. The body is
             # rebuilt rather than edited: the client rejects fields its models do not know, and a
             # newer API server may return some.
             metadata = {key: keep["metadata"][key] for key in _KEPT_METADATA if key in keep["metadata"]}
-            body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                    "metadata": metadata, "spec": self._spec(newest + 1)}
+            body = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": metadata,
+                "spec": self._spec(newest + 1),
+            }
             self._api.replace_resource_slice(keep["metadata"]["name"], body)
             log.info("updated ResourceSlice %s to generation %d", keep["metadata"]["name"], newest + 1)
         for stale in existing:

@@ -21,8 +21,11 @@ from fake_driver.config import ConfigError, load_config
 def held(checkpoint_uids: list[str], spec_names: list[str], prefix: str) -> list[str]:
     """The report lines, from checkpoint UIDs and the CDI spec file names in the CDI directory."""
     lines = [f"prepared {uid}" for uid in sorted(checkpoint_uids)]
-    lines += [f"cdi-spec {name[len(prefix):-len('.json')]}" for name in sorted(spec_names)
-              if name.startswith(prefix) and name.endswith(".json")]
+    lines += [
+        f"cdi-spec {name[len(prefix) : -len('.json')]}"
+        for name in sorted(spec_names)
+        if name.startswith(prefix) and name.endswith(".json")
+    ]
     return lines
 
 

@@ -35,12 +35,18 @@ class FakeApiServer:
         return f"http://127.0.0.1:{self._http.server_address[1]}"
 
     def write_kubeconfig(self, path: Path) -> Path:
-        path.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-            "users": [{"name": "fake", "user": {"token": "fake-token"}}],
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
-        }))
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "fake",
+                    "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+                    "users": [{"name": "fake", "user": {"token": "fake-token"}}],
+                    "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+                }
+            )
+        )
         return path
 
     def stop(self) -> None:
@@ -57,8 +63,11 @@ class FakeApiServer:
                 return 200, {"metadata": {"name": m[1], "uid": f"uid-{m[1]}"}}
             if method == "GET" and path == _SLICES:
                 selector = dict(t.split("=", 1) for t in query.get("fieldSelector", [""])[0].split(",") if t)
-                items = [s for s in self.slices.values()
-                         if all(s["spec"].get(k.removeprefix("spec.")) == v for k, v in selector.items())]
+                items = [
+                    s
+                    for s in self.slices.values()
+                    if all(s["spec"].get(k.removeprefix("spec.")) == v for k, v in selector.items())
+                ]
                 return 200, {"kind": "ResourceSliceList", "items": items}
             if method == "POST" and path == _SLICES:
                 body["metadata"]["name"] = body["metadata"].pop("generateName") + f"{next(self._names):05d}"

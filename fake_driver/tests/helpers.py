@@ -74,8 +74,11 @@ class FakeKubeApi:
         return self.node_uid
 
     def list_resource_slices(self, driver: str, node_name: str) -> list[Object]:
-        return [copy.deepcopy(s) for s in self.slices.values()
-                if s["spec"]["driver"] == driver and s["spec"].get("nodeName") == node_name]
+        return [
+            copy.deepcopy(s)
+            for s in self.slices.values()
+            if s["spec"]["driver"] == driver and s["spec"].get("nodeName") == node_name
+        ]
 
     def create_resource_slice(self, body: Object) -> Object:
         self.calls.append("create_resource_slice")
@@ -95,16 +98,20 @@ class FakeKubeApi:
         self.slices.pop(name, None)
 
 
-def allocated_claim(namespace: str, name: str, uid: str,
-                    results: Iterable[tuple[str, str, str, str]]) -> Object:
+def allocated_claim(namespace: str, name: str, uid: str, results: Iterable[tuple[str, str, str, str]]) -> Object:
     """A ResourceClaim as the scheduler leaves it; results are (request, driver, pool, device)."""
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {"namespace": namespace, "name": name, "uid": uid},
         "spec": {"devices": {"requests": []}},
-        "status": {"allocation": {"devices": {"results": [
-            {"request": r, "driver": d, "pool": p, "device": dev} for r, d, p, dev in results]}}},
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [{"request": r, "driver": d, "pool": p, "device": dev} for r, d, p, dev in results]
+                }
+            }
+        },
     }
 
 
@@ -124,6 +131,9 @@ def run_probe(probe_root: Path, env: Mapping[str, str], shell: str = "sh") -> st
     result = subprocess.run(
         [*shell.split(), str(PROBE)],
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "FAKE_GPU_PROBE_ROOT": str(probe_root), **env},
-        capture_output=True, text=True, timeout=30, check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
     )
     return result.stdout

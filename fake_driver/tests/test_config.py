@@ -43,20 +43,30 @@ def test_nvidia_profile_defaults():
 
 
 def test_file_then_env_and_per_node_overrides(tmp_path):
-    path = write_yaml(tmp_path, """
+    path = write_yaml(
+        tmp_path,
+        """
 profile: nvidia
 driverName: gpu.test.io
 devicesPerNode: 4
 nodeDevices: {small-node: 2, empty-node: 0}
 resourceName: test.io/gpu
 deleteSlicesOnExit: false
-""")
+""",
+    )
     base = {"FAKE_GPU_CONFIG": path}
     assert load_config({**base, "NODE_NAME": "big-node"}).device_count == 4
     assert load_config({**base, "NODE_NAME": "small-node"}).device_count == 2
     assert load_config({**base, "NODE_NAME": "empty-node"}).device_count == 0
-    overridden = load_config({**base, "NODE_NAME": "big-node", "FAKE_GPU_DRIVER_NAME": "gpu.env.io",
-                              "FAKE_GPU_DEVICES_PER_NODE": "3", "FAKE_GPU_DELETE_SLICES_ON_EXIT": "true"})
+    overridden = load_config(
+        {
+            **base,
+            "NODE_NAME": "big-node",
+            "FAKE_GPU_DRIVER_NAME": "gpu.env.io",
+            "FAKE_GPU_DEVICES_PER_NODE": "3",
+            "FAKE_GPU_DELETE_SLICES_ON_EXIT": "true",
+        }
+    )
     assert (overridden.driver_name, overridden.device_count) == ("gpu.env.io", 3)
     assert overridden.resource_name == "test.io/gpu"
     assert overridden.delete_slices_on_exit is True
@@ -64,8 +74,10 @@ deleteSlicesOnExit: false
 
 def test_node_devices_patterns_match_node_names_exact_names_first(tmp_path):
     path = write_yaml(tmp_path, "devicesPerNode: 4\nnodeDevices: {'*-worker2': 2, 'kind-worker2': 6, '*-worker': 36}\n")
-    count = {node: load_config({"FAKE_GPU_CONFIG": path, "NODE_NAME": node}).device_count
-             for node in ("kind-worker", "kind-worker2", "other-worker2", "kind-worker3")}
+    count = {
+        node: load_config({"FAKE_GPU_CONFIG": path, "NODE_NAME": node}).device_count
+        for node in ("kind-worker", "kind-worker2", "other-worker2", "kind-worker3")
+    }
     assert count == {"kind-worker": 36, "kind-worker2": 6, "other-worker2": 2, "kind-worker3": 4}
 
 
@@ -76,23 +88,35 @@ def test_exposure_is_files_unless_set_and_unknown_ones_are_named():
         load_config({"NODE_NAME": "n", "FAKE_GPU_EXPOSURE": "mounts"})
 
 
-@pytest.mark.parametrize("env,expected", [
-    ({}, "NODE_NAME is not set"),
-    ({"FAKE_GPU_PROFILE": "amd"}, "profile 'amd' is unknown; choose one of: generic, nvidia"),
-    ({"FAKE_GPU_DEVICES_PER_NODE": "-1"}, "devicesPerNode (from FAKE_GPU_DEVICES_PER_NODE): -1 is out of range 0..128"),
-    ({"FAKE_GPU_DEVICES_PER_NODE": "129"}, "129 is out of range 0..128"),
-    ({"FAKE_GPU_DEVICES_PER_NODE": "eight"}, "'eight' is not an integer"),
-    ({"FAKE_GPU_DRIVER_NAME": "GPU.Example.com"}, "driverName 'GPU.Example.com' must be a lowercase DNS subdomain"),
-    ({"FAKE_GPU_DRIVER_NAME": "a" * 60 + ".com"}, "of at most 63 characters"),
-    ({"FAKE_GPU_DRIVER_NAME": "gpu_example.com"}, "driverName 'gpu_example.com'"),
-    ({"FAKE_GPU_RESOURCE_NAME": "gpu"}, "resourceName 'gpu' is not a valid extended resource name: needs a domain prefix"),
-    ({"FAKE_GPU_RESOURCE_NAME": "kubernetes.io/gpu"}, "reserved for native resources"),
-    ({"FAKE_GPU_RESOURCE_NAME": "deviceclass.resource.kubernetes.io/gpu"}, "reserved for native resources"),
-    ({"FAKE_GPU_RESOURCE_NAME": "example.com/-gpu"}, "name part '-gpu'"),
-    ({"FAKE_GPU_RESOURCE_NAME": "Example_com/gpu"}, "prefix 'Example_com' is not a valid DNS subdomain"),
-    ({"FAKE_GPU_STATE_DIR": "relative/dir"}, "stateDir (from FAKE_GPU_STATE_DIR): 'relative/dir' is not an absolute path"),
-    ({"FAKE_GPU_DELETE_SLICES_ON_EXIT": "maybe"}, "'maybe' is not a boolean"),
-])
+@pytest.mark.parametrize(
+    "env,expected",
+    [
+        ({}, "NODE_NAME is not set"),
+        ({"FAKE_GPU_PROFILE": "amd"}, "profile 'amd' is unknown; choose one of: generic, nvidia"),
+        (
+            {"FAKE_GPU_DEVICES_PER_NODE": "-1"},
+            "devicesPerNode (from FAKE_GPU_DEVICES_PER_NODE): -1 is out of range 0..128",
+        ),
+        ({"FAKE_GPU_DEVICES_PER_NODE": "129"}, "129 is out of range 0..128"),
+        ({"FAKE_GPU_DEVICES_PER_NODE": "eight"}, "'eight' is not an integer"),
+        ({"FAKE_GPU_DRIVER_NAME": "GPU.Example.com"}, "driverName 'GPU.Example.com' must be a lowercase DNS subdomain"),
+        ({"FAKE_GPU_DRIVER_NAME": "a" * 60 + ".com"}, "of at most 63 characters"),
+        ({"FAKE_GPU_DRIVER_NAME": "gpu_example.com"}, "driverName 'gpu_example.com'"),
+        (
+            {"FAKE_GPU_RESOURCE_NAME": "gpu"},
+            "resourceName 'gpu' is not a valid extended resource name: needs a domain prefix",
+        ),
+        ({"FAKE_GPU_RESOURCE_NAME": "kubernetes.io/gpu"}, "reserved for native resources"),
+        ({"FAKE_GPU_RESOURCE_NAME": "deviceclass.resource.kubernetes.io/gpu"}, "reserved for native resources"),
+        ({"FAKE_GPU_RESOURCE_NAME": "example.com/-gpu"}, "name part '-gpu'"),
+        ({"FAKE_GPU_RESOURCE_NAME": "Example_com/gpu"}, "prefix 'Example_com' is not a valid DNS subdomain"),
+        (
+            {"FAKE_GPU_STATE_DIR": "relative/dir"},
+            "stateDir (from FAKE_GPU_STATE_DIR): 'relative/dir' is not an absolute path",
+        ),
+        ({"FAKE_GPU_DELETE_SLICES_ON_EXIT": "maybe"}, "'maybe' is not a boolean"),
+    ],
+)
 def test_single_problem_is_named_exactly(env, expected):
     full_env = {"NODE_NAME": "n", **env} if env else {}
     problems = problems_of(full_env)
@@ -124,7 +148,9 @@ def test_missing_or_broken_file(tmp_path):
 
 def test_defects_are_off_by_default_and_unknown_ones_are_named():
     assert load_config({"NODE_NAME": "n"}).defects == frozenset()
-    assert load_config({"NODE_NAME": "n", "FAKE_GPU_DEFECTS": "no-unprepare, extra-device"}).defects == \
-        {"no-unprepare", "extra-device"}
+    assert load_config({"NODE_NAME": "n", "FAKE_GPU_DEFECTS": "no-unprepare, extra-device"}).defects == {
+        "no-unprepare",
+        "extra-device",
+    }
     with pytest.raises(ConfigError, match="unknown defect.*bogus"):
         load_config({"NODE_NAME": "n", "FAKE_GPU_DEFECTS": "bogus"})

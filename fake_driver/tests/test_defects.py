@@ -1,4 +1,5 @@
 """Self-check defects change exactly what they say, and only when asked for."""
+
 from __future__ import annotations
 
 from fake_driver import manifests
@@ -31,5 +32,7 @@ def test_slice_defects():
 
 
 def test_state_lines_name_claims_still_held():
-    lines = held(["uid-b", "uid-a"], ["k8s.x_gpu-uid-c.json", "other.json", "k8s.x_gpu-device-plugin.json"], "k8s.x_gpu-")
+    lines = held(
+        ["uid-b", "uid-a"], ["k8s.x_gpu-uid-c.json", "other.json", "k8s.x_gpu-device-plugin.json"], "k8s.x_gpu-"
+    )
     assert lines == ["prepared uid-a", "prepared uid-b", "cdi-spec device-plugin", "cdi-spec uid-c"]

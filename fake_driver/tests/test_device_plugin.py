@@ -110,29 +110,42 @@ def test_allocate_follows_the_exposure_contract(config, kubelet, running, short_
     gpus = config.inventory().gpus
     conn, plugin = stub(config)
     with conn:
-        response = plugin.Allocate(pb.AllocateRequest(container_requests=[
-            pb.ContainerAllocateRequest(devices_ids=[gpus[2].uuid, gpus[0].uuid]),
-            pb.ContainerAllocateRequest(devices_ids=[gpus[1].uuid]),
-        ]), timeout=10)
-        assert plugin.PreStartContainer(pb.PreStartContainerRequest(devices_ids=[gpus[0].uuid]), timeout=10) \
+        response = plugin.Allocate(
+            pb.AllocateRequest(
+                container_requests=[
+                    pb.ContainerAllocateRequest(devices_ids=[gpus[2].uuid, gpus[0].uuid]),
+                    pb.ContainerAllocateRequest(devices_ids=[gpus[1].uuid]),
+                ]
+            ),
+            timeout=10,
+        )
+        assert (
+            plugin.PreStartContainer(pb.PreStartContainerRequest(devices_ids=[gpus[0].uuid]), timeout=10)
             == pb.PreStartContainerResponse()
+        )
         with pytest.raises(grpc.RpcError) as unknown:
-            plugin.Allocate(pb.AllocateRequest(container_requests=[
-                pb.ContainerAllocateRequest(devices_ids=["GPU-nope"])]), timeout=10)
+            plugin.Allocate(
+                pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=["GPU-nope"])]),
+                timeout=10,
+            )
         assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     first, second = response.container_responses
     assert dict(first.envs) == {"FAKE_GPU_2": gpus[2].uuid, "FAKE_GPU_0": gpus[0].uuid}
     assert dict(second.envs) == {"FAKE_GPU_1": gpus[1].uuid}
     assert [(m.container_path, m.host_path, m.read_only) for m in first.mounts] == [
         (f"/run/fake-gpu/{g.uuid}", str(config.state_dir / "devices" / "device-plugin" / g.uuid), True)
-        for g in (gpus[2], gpus[0])]
+        for g in (gpus[2], gpus[0])
+    ]
     assert len(first.cdi_devices) == 0
 
-    seen = parse_probe_output(run_probe(
-        fake_container(short_tmp / "ctr", [(m.host_path, m.container_path) for m in first.mounts]), dict(first.envs)))
+    seen = parse_probe_output(
+        run_probe(
+            fake_container(short_tmp / "ctr", [(m.host_path, m.container_path) for m in first.mounts]), dict(first.envs)
+        )
+    )
     assert [(g.uuid, g.index, g.node, g.model, g.via, g.env) for g in seen] == sorted(
-        (g.uuid, g.index, "node-a", "FAKE-GPU-80GB", "device-plugin", "ok") for g in (gpus[0], gpus[2]))
-
+        (g.uuid, g.index, "node-a", "FAKE-GPU-80GB", "device-plugin", "ok") for g in (gpus[0], gpus[2])
+    )
 
 
 def test_env_names_exposure_names_the_devices_it_allocates(make_config):
@@ -140,20 +153,30 @@ def test_env_names_exposure_names_the_devices_it_allocates(make_config):
     config = make_config(FAKE_GPU_EXPOSURE="env-names")
     gpus = config.inventory().gpus
     service = DevicePluginService(config.inventory(), config.state_dir, None, exposure=config.exposure)
-    response = service.Allocate(pb.AllocateRequest(container_requests=[
-        pb.ContainerAllocateRequest(devices_ids=[gpus[2].uuid, gpus[0].uuid])]), context=None)
+    response = service.Allocate(
+        pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=[gpus[2].uuid, gpus[0].uuid])]),
+        context=None,
+    )
     [entry] = response.container_responses
     assert dict(entry.envs) == {"GPU_DEVICE_2": "gpu-2", "GPU_DEVICE_0": "gpu-0"}
     assert not entry.mounts and not (config.state_dir / "devices").exists()
+
 
 def test_preferred_allocation_keeps_required_then_lowest_index(config, kubelet, running):
     kubelet.next_request()
     ids = [g.uuid for g in config.inventory().gpus]
     conn, plugin = stub(config)
     with conn:
-        response = plugin.GetPreferredAllocation(pb.PreferredAllocationRequest(container_requests=[
-            pb.ContainerPreferredAllocationRequest(available_deviceIDs=[ids[2], ids[1], ids[0]],
-                                                   must_include_deviceIDs=[ids[2]], allocation_size=2)]), timeout=10)
+        response = plugin.GetPreferredAllocation(
+            pb.PreferredAllocationRequest(
+                container_requests=[
+                    pb.ContainerPreferredAllocationRequest(
+                        available_deviceIDs=[ids[2], ids[1], ids[0]], must_include_deviceIDs=[ids[2]], allocation_size=2
+                    )
+                ]
+            ),
+            timeout=10,
+        )
     assert list(response.container_responses[0].deviceIDs) == [ids[2], ids[0]]
 
 
@@ -190,8 +213,9 @@ def test_cdi_mode_names_devices_from_a_static_spec(make_config):
         gpu = config.inventory().gpus[1]
         conn, stub_ = stub(config)
         with conn:
-            response = stub_.Allocate(pb.AllocateRequest(container_requests=[
-                pb.ContainerAllocateRequest(devices_ids=[gpu.uuid])]), timeout=10)
+            response = stub_.Allocate(
+                pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=[gpu.uuid])]), timeout=10
+            )
     finally:
         stop.set()
         runner.join(timeout=20)
@@ -216,8 +240,9 @@ def test_module_entry_point_stops_cleanly_on_sigterm(config, kubelet):
         "FAKE_GPU_DEVICE_PLUGIN_DIR": str(config.device_plugin_dir),
         "FAKE_GPU_READY_PORT": str(port),
     }
-    process = subprocess.Popen([sys.executable, "-m", "fake_driver.device_plugin"], env=env,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fake_driver.device_plugin"], env=env, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert kubelet.next_request(timeout=30).resource_name == "example.com/gpu"
         wait_for(lambda: ready(port), 10, "readiness")
@@ -235,8 +260,9 @@ def test_module_entry_point_stops_cleanly_on_sigterm(config, kubelet):
 def test_module_entry_point_rejects_bad_config():
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "FAKE_GPU_PROFILE": "amd"}
     env.pop("NODE_NAME", None)
-    result = subprocess.run([sys.executable, "-m", "fake_driver.dra_plugin"], env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "fake_driver.dra_plugin"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2
     assert "NODE_NAME is not set" in result.stderr
     assert "profile 'amd' is unknown" in result.stderr

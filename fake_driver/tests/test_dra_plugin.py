@@ -35,11 +35,18 @@ VERSIONS = [(dra_v1_pb2, dra_v1_pb2_grpc), (dra_v1beta1_pb2, dra_v1beta1_pb2_grp
 @pytest.fixture
 def api() -> FakeKubeApi:
     fake = FakeKubeApi()
-    fake.add_claim(allocated_claim("ns1", "pod-extended-resources-abcde", UID, [
-        ("container-0-request-0", DRIVER, NODE, "gpu-1"),
-        ("container-0-request-0", DRIVER, NODE, "gpu-3"),
-        ("other-request", "other.example.com", NODE, "nic-0"),  # another driver's device: not ours
-    ]))
+    fake.add_claim(
+        allocated_claim(
+            "ns1",
+            "pod-extended-resources-abcde",
+            UID,
+            [
+                ("container-0-request-0", DRIVER, NODE, "gpu-1"),
+                ("container-0-request-0", DRIVER, NODE, "gpu-3"),
+                ("other-request", "other.example.com", NODE, "nic-0"),  # another driver's device: not ours
+            ],
+        )
+    )
     return fake
 
 
@@ -81,7 +88,8 @@ def test_registration_get_info_and_readiness(plugin):
         stub.NotifyRegistrationStatus(pluginregistration_pb2.RegistrationStatus(plugin_registered=True), timeout=10)
         assert ready(port)
         stub.NotifyRegistrationStatus(
-            pluginregistration_pb2.RegistrationStatus(plugin_registered=False, error="boom"), timeout=10)
+            pluginregistration_pb2.RegistrationStatus(plugin_registered=False, error="boom"), timeout=10
+        )
         assert not ready(port)
 
 
@@ -118,14 +126,16 @@ def test_cdi_spec_is_valid_and_follows_the_exposure_contract(plugin, short_tmp):
         assert mount["hostPath"] == str(plugin.config.state_dir / "devices" / "dra" / gpu.uuid)
         assert {"ro", "bind"} <= set(mount["options"])
         assert Path(mount["hostPath"]).read_text() == (
-            f"uuid={gpu.uuid} index={gpu.index} node={NODE} model=FAKE-GPU-80GB driver=dra\n")
+            f"uuid={gpu.uuid} index={gpu.index} node={NODE} model=FAKE-GPU-80GB driver=dra\n"
+        )
         mounts.append((mount["hostPath"], mount["containerPath"]))
 
     # What a container built from this spec sees, read back by the probe and the parser.
     env = dict(e.split("=", 1) for d in spec["devices"] for e in d["containerEdits"]["env"])
     seen = parse_probe_output(run_probe(fake_container(short_tmp / "ctr", mounts), env))
     assert [(g.uuid, g.index, g.node, g.via, g.env) for g in seen] == sorted(
-        (inventory[n].uuid, inventory[n].index, NODE, "dra", "ok") for n in ("gpu-1", "gpu-3"))
+        (inventory[n].uuid, inventory[n].index, NODE, "dra", "ok") for n in ("gpu-1", "gpu-3")
+    )
 
 
 def test_prepare_is_idempotent_and_survives_restart(make_config, api):
@@ -179,15 +189,24 @@ def checkpointed_uids(plugin: DraPlugin) -> set[str]:
     return set(json.loads(path.read_text())["claims"]) if path.exists() else set()
 
 
-@pytest.mark.parametrize("claim,name,expected", [
-    (None, "missing", "ResourceClaim not found"),
-    (allocated_claim("ns1", "reused", "another-uid", []), "reused", "has UID another-uid, the kubelet asked for"),
-    ({"metadata": {"namespace": "ns1", "name": "pending", "uid": UID}, "status": {}}, "pending", "not allocated"),
-    (allocated_claim("ns1", "elsewhere", UID, [("r", DRIVER, "node-b", "gpu-0")]), "elsewhere",
-     "device gpu-0 is in pool node-b, not in this node's pool node-a"),
-    (allocated_claim("ns1", "unknown", UID, [("r", DRIVER, NODE, "gpu-9")]), "unknown",
-     "device gpu-9 is not one of this node's GPUs"),
-])
+@pytest.mark.parametrize(
+    "claim,name,expected",
+    [
+        (None, "missing", "ResourceClaim not found"),
+        (allocated_claim("ns1", "reused", "another-uid", []), "reused", "has UID another-uid, the kubelet asked for"),
+        ({"metadata": {"namespace": "ns1", "name": "pending", "uid": UID}, "status": {}}, "pending", "not allocated"),
+        (
+            allocated_claim("ns1", "elsewhere", UID, [("r", DRIVER, "node-b", "gpu-0")]),
+            "elsewhere",
+            "device gpu-0 is in pool node-b, not in this node's pool node-a",
+        ),
+        (
+            allocated_claim("ns1", "unknown", UID, [("r", DRIVER, NODE, "gpu-9")]),
+            "unknown",
+            "device gpu-9 is not one of this node's GPUs",
+        ),
+    ],
+)
 def test_prepare_errors_are_per_claim(plugin, api, claim, name, expected):
     if claim:
         api.add_claim(claim)
@@ -296,30 +315,34 @@ def test_stale_or_foreign_registration_sockets_are_not_peers(make_config, api):
     config = make_config(FAKE_GPU_POD_UID="uid-a")
     config.plugin_registry_dir.mkdir(parents=True, exist_ok=True)
     (config.plugin_registry_dir / f"{DRIVER}-uid-dead-reg.sock").touch()  # left by a killed pod
-    other = DraPlugin(make_config(FAKE_GPU_POD_UID="uid-b", FAKE_GPU_DRIVER_NAME="other.example.com"), api,
-                      resync_seconds=3600)
+    other = DraPlugin(
+        make_config(FAKE_GPU_POD_UID="uid-b", FAKE_GPU_DRIVER_NAME="other.example.com"), api, resync_seconds=3600
+    )
     other.start()
     try:
         assert live_peers(config.plugin_registry_dir, config.registration_socket, DRIVER) == []
-        assert live_peers(config.plugin_registry_dir, config.registration_socket, "other.example.com") == \
-            [other.config.registration_socket]
+        assert live_peers(config.plugin_registry_dir, config.registration_socket, "other.example.com") == [
+            other.config.registration_socket
+        ]
     finally:
         other.shutdown()
 
 
 def test_long_registration_socket_names_are_hashed(make_config):
-    config = make_config(FAKE_GPU_POD_UID="0b1c2d3e-0000-4000-8000-000000000001",
-                         FAKE_GPU_DRIVER_NAME="a-very-long-driver-name.with-many-labels.gpu.example.com")
+    config = make_config(
+        FAKE_GPU_POD_UID="0b1c2d3e-0000-4000-8000-000000000001",
+        FAKE_GPU_DRIVER_NAME="a-very-long-driver-name.with-many-labels.gpu.example.com",
+    )
     socket = config.registration_socket
     assert len(str(socket).encode()) <= 107 and socket.name.endswith("-reg.sock")
     assert config.pod_uid not in socket.name, "the long name should have been replaced by its hash"
 
 
-
 def test_env_names_exposure_tells_device_names_and_mounts_nothing(make_config, api):
     """The second personality: environment variables only, naming each device by its slice name."""
-    named = DraPlugin(make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_EXPOSURE="env-names"), api,
-                      resync_seconds=3600)
+    named = DraPlugin(
+        make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_EXPOSURE="env-names"), api, resync_seconds=3600
+    )
     named.start()
     try:
         assert prepare(named, VERSIONS[0]).claims[UID].error == ""
@@ -331,6 +354,7 @@ def test_env_names_exposure_tells_device_names_and_mounts_nothing(make_config, a
     finally:
         named.shutdown()
 
+
 def _probe_prepared(plugin: DraPlugin, root: Path) -> list[tuple[str, str]]:
     """(uuid, env state) per device a container built from the claim's CDI spec sees."""
     spec = json.loads((plugin.config.cdi_dir / f"k8s.{DRIVER}_gpu-{UID}.json").read_text())
@@ -339,12 +363,15 @@ def _probe_prepared(plugin: DraPlugin, root: Path) -> list[tuple[str, str]]:
     return [(g.uuid, g.env) for g in parse_probe_output(run_probe(fake_container(root, mounts), env))]
 
 
-@pytest.mark.parametrize("defect, shown, env", [
-    ("", ["gpu-1", "gpu-3"], "ok"),
-    ("env-names-other-gpu", ["gpu-1", "gpu-3"], "wrong"),
-    ("prepare-next-device", ["gpu-2", "gpu-0"], "ok"),
-    ("extra-device", ["gpu-1", "gpu-3", "gpu-0"], "ok"),
-])
+@pytest.mark.parametrize(
+    "defect, shown, env",
+    [
+        ("", ["gpu-1", "gpu-3"], "ok"),
+        ("env-names-other-gpu", ["gpu-1", "gpu-3"], "wrong"),
+        ("prepare-next-device", ["gpu-2", "gpu-0"], "ok"),
+        ("extra-device", ["gpu-1", "gpu-3", "gpu-0"], "ok"),
+    ],
+)
 def test_exposure_defects_change_what_containers_see(make_config, api, short_tmp, defect, shown, env):
     broken = DraPlugin(make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_DEFECTS=defect), api, resync_seconds=3600)
     broken.start()
@@ -357,7 +384,9 @@ def test_exposure_defects_change_what_containers_see(make_config, api, short_tmp
 
 
 def test_lifecycle_defects(make_config, api):
-    keeps = DraPlugin(make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_DEFECTS="no-unprepare"), api, resync_seconds=3600)
+    keeps = DraPlugin(
+        make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_DEFECTS="no-unprepare"), api, resync_seconds=3600
+    )
     keeps.start()
     try:
         prepare(keeps, VERSIONS[0])
@@ -365,8 +394,11 @@ def test_lifecycle_defects(make_config, api):
         assert keeps.preparer.spec_path(UID).exists() and UID in Checkpoint(keeps.config.checkpoint_path).claims
     finally:
         keeps.shutdown()
-    refuses = DraPlugin(make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_DEFECTS="fail-multi-device-prepare"), api,
-                        resync_seconds=3600)
+    refuses = DraPlugin(
+        make_config(FAKE_GPU_DEVICES_PER_NODE="4", FAKE_GPU_DEFECTS="fail-multi-device-prepare"),
+        api,
+        resync_seconds=3600,
+    )
     refuses.start()
     try:
         assert "fail-multi-device-prepare" in prepare(refuses, VERSIONS[0]).claims[UID].error

@@ -1,4 +1,5 @@
 """The fake driver on a real kind cluster (topology `mixed`: one DRA node, one device-plugin node)."""
+
 from __future__ import annotations
 
 import json
@@ -69,9 +70,19 @@ def test_daemonsets_ready_and_slices_list_all_devices(driver: Api, profile: Prof
 
 
 def test_claim_for_two_gpus_sees_exactly_them(driver: Api, profile: Profile, ns: str) -> None:
-    driver.create({"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "two"},
-                   "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
-                       "deviceClassName": profile.device_class, "count": 2}}]}}}, ns)
+    driver.create(
+        {
+            "apiVersion": RESOURCE_API,
+            "kind": "ResourceClaim",
+            "metadata": {"name": "two"},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpus", "exactly": {"deviceClassName": profile.device_class, "count": 2}}]
+                }
+            },
+        },
+        ns,
+    )
     driver.create(claim_pod("two-gpus", profile, "two"), ns)
     pod = pods.wait_running(driver, ns, "two-gpus")
     claim = driver.get(RESOURCE_API, "ResourceClaim", "two", ns)
@@ -85,9 +96,14 @@ def test_claim_for_two_gpus_sees_exactly_them(driver: Api, profile: Profile, ns:
 def test_device_plugin_node_serves_the_name(driver: Api, profile: Profile, ns: str) -> None:
     dp_node, dra_node = node_with_mode(driver, "device-plugin"), node_with_mode(driver, "dra")
     name = profile.extended_resource_name
-    wait_for(lambda: driver.get("v1", "Node", dp_node)["status"]["allocatable"].get(name) == str(profile.devices_on(dp_node)),
-             timeout=60, what=f"{dp_node} to advertise {name}",
-             describe=lambda: json.dumps(driver.get("v1", "Node", dp_node)["status"]["allocatable"]))
+    wait_for(
+        lambda: (
+            driver.get("v1", "Node", dp_node)["status"]["allocatable"].get(name) == str(profile.devices_on(dp_node))
+        ),
+        timeout=60,
+        what=f"{dp_node} to advertise {name}",
+        describe=lambda: json.dumps(driver.get("v1", "Node", dp_node)["status"]["allocatable"]),
+    )
     assert name not in driver.get("v1", "Node", dra_node)["status"]["allocatable"], "DRA node advertises the name"
     p = pods.pod("dp-one", [pods.container("main", profile, {name: 1})])
     p["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "device-plugin"}
@@ -105,20 +121,32 @@ def cdi_specs(node: str) -> set[str]:
 
 def test_deleting_a_pod_removes_its_cdi_spec(driver: Api, profile: Profile, ns: str) -> None:
     node = node_with_mode(driver, "dra")
-    driver.create({"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "one"},
-                   "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": profile.device_class}}]}}}, ns)
+    driver.create(
+        {
+            "apiVersion": RESOURCE_API,
+            "kind": "ResourceClaim",
+            "metadata": {"name": "one"},
+            "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": profile.device_class}}]}},
+        },
+        ns,
+    )
     driver.create(claim_pod("cdi", profile, "one"), ns)
     pods.wait_running(driver, ns, "cdi")
     uid = driver.get(RESOURCE_API, "ResourceClaim", "one", ns)["metadata"]["uid"]
     assert any(uid in f for f in cdi_specs(node)), f"no CDI spec for claim {uid}"
     driver.delete("v1", "Pod", "cdi", ns)
-    wait_for(lambda: not any(uid in f for f in cdi_specs(node)), timeout=90,
-             what=f"the CDI spec of claim {uid} to be removed", describe=lambda: str(cdi_specs(node)))
+    wait_for(
+        lambda: not any(uid in f for f in cdi_specs(node)),
+        timeout=90,
+        what=f"the CDI spec of claim {uid} to be removed",
+        describe=lambda: str(cdi_specs(node)),
+    )
 
 
 @pytest.mark.parametrize("checkpoint", ["kept", "corrupted"])
-def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, profile: Profile, ns: str,
-                                           checkpoint: str) -> None:
+def test_driver_restart_keeps_pods_running(
+    mixed_cluster: Cluster, driver: Api, profile: Profile, ns: str, checkpoint: str
+) -> None:
     """A restart, also one that finds its checkpoint unreadable (a node crash mid-write): the
     driver sets the file aside and starts instead of crash-looping, running pods keep their
     devices and new claims are prepared."""
@@ -135,19 +163,34 @@ def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, 
         # torn down on this node), which once put a good file back before the restart (CI, 12-03).
         # `[.]` keeps the pattern from matching this shell's own command line.
         plugin = "-m fake_driver[.]dra_plugin$"
-        run(["docker", "exec", node, "sh", "-c", f"pkill -STOP -f -- '{plugin}' && rm -f {path}.corrupt && "
-             f"printf '{{not json' > {path} && pkill -KILL -f -- '{plugin}'"])
+        run(
+            [
+                "docker",
+                "exec",
+                node,
+                "sh",
+                "-c",
+                f"pkill -STOP -f -- '{plugin}' && rm -f {path}.corrupt && "
+                f"printf '{{not json' > {path} && pkill -KILL -f -- '{plugin}'",
+            ]
+        )
         expected_restarts = 1
     else:
         mixed_cluster.kubectl("-n", NAMESPACE, "rollout", "restart", f"daemonset/{DRA_DAEMONSET}")
         expected_restarts = 0
     mixed_cluster.kubectl("-n", NAMESPACE, "rollout", "status", f"daemonset/{DRA_DAEMONSET}", "--timeout=180s")
-    wait_for(lambda: driver_restarts(driver, node) == [expected_restarts] and driver_ready(driver, node), timeout=120,
-             what=f"the DRA plugin on {node} to be ready after {expected_restarts} restart(s)",
-             describe=lambda: str(driver_restarts(driver, node)))
+    wait_for(
+        lambda: driver_restarts(driver, node) == [expected_restarts] and driver_ready(driver, node),
+        timeout=120,
+        what=f"the DRA plugin on {node} to be ready after {expected_restarts} restart(s)",
+        describe=lambda: str(driver_restarts(driver, node)),
+    )
     after = pods.get(driver, ns, "before")
     assert after["status"]["phase"] == "Running"
-    assert after["status"]["containerStatuses"][0]["restartCount"] == before["status"]["containerStatuses"][0]["restartCount"]
+    assert (
+        after["status"]["containerStatuses"][0]["restartCount"]
+        == before["status"]["containerStatuses"][0]["restartCount"]
+    )
     second = pods.pod("after", [pods.container("main", profile, {name: 1})])
     second["spec"]["nodeSelector"] = {"fake-gpu.kep5004.io/mode": "dra"}
     driver.create(second, ns)
@@ -160,8 +203,11 @@ def test_driver_restart_keeps_pods_running(mixed_cluster: Cluster, driver: Api, 
 
 
 def _dra_plugin_pod(api: Api, node: str) -> dict:
-    return next(p for p in api.list("v1", "Pod", NAMESPACE, label_selector="app.kubernetes.io/component=dra-plugin")
-                if p["spec"].get("nodeName") == node and not p["metadata"].get("deletionTimestamp"))
+    return next(
+        p
+        for p in api.list("v1", "Pod", NAMESPACE, label_selector="app.kubernetes.io/component=dra-plugin")
+        if p["spec"].get("nodeName") == node and not p["metadata"].get("deletionTimestamp")
+    )
 
 
 def driver_restarts(api: Api, node: str) -> list[int]:
@@ -177,6 +223,9 @@ def driver_ready(api: Api, node: str) -> bool:
 def test_zz_uninstall_removes_resource_slices(mixed_cluster: Cluster, driver: Api, profile: Profile) -> None:
     """Runs last in this module: it removes the driver."""
     driver_setup.uninstall_fake_driver(mixed_cluster.kubectl, profile, BuiltImages.load().driver)
-    wait_for(lambda: not driver_setup.published_devices(driver, profile), timeout=120,
-             what="the driver's ResourceSlices to be removed",
-             describe=lambda: str(dict(driver_setup.published_devices(driver, profile))))
+    wait_for(
+        lambda: not driver_setup.published_devices(driver, profile),
+        timeout=120,
+        what="the driver's ResourceSlices to be removed",
+        describe=lambda: str(dict(driver_setup.published_devices(driver, profile))),
+    )

@@ -21,16 +21,23 @@ def test_inventory_is_deterministic_and_unique(profile):
 
 def test_uuid_is_pinned():
     """The identity must never drift: the suite compares uuids across plugin restarts/versions."""
-    assert gpu_uuid(PROFILES["generic"], "kind-worker", 0) == "gpu-" + gpu_uuid(PROFILES["nvidia"], "kind-worker", 0)[4:]
-    assert re.fullmatch(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
-                        gpu_uuid(PROFILES["nvidia"], "kind-worker", 0))
+    assert (
+        gpu_uuid(PROFILES["generic"], "kind-worker", 0) == "gpu-" + gpu_uuid(PROFILES["nvidia"], "kind-worker", 0)[4:]
+    )
+    assert re.fullmatch(
+        r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+        gpu_uuid(PROFILES["nvidia"], "kind-worker", 0),
+    )
     assert gpu_uuid(PROFILES["generic"], "kind-worker", 0) == "gpu-231ffcf1-a1d2-5cc8-afe1-e5d4a4d8733e"
 
 
 def test_generic_profile_attributes():
     gpu = build_inventory(PROFILES["generic"], "node-a", 2).gpus[1]
     assert gpu.attributes == {
-        "type": "gpu", "uuid": gpu.uuid, "index": 1, "model": "FAKE-GPU-80GB",
+        "type": "gpu",
+        "uuid": gpu.uuid,
+        "index": 1,
+        "model": "FAKE-GPU-80GB",
         "driverVersion": Version("1.0.0"),
     }
     assert gpu.capacity == {"memory": "80Gi"}

@@ -56,10 +56,20 @@ def test_create_sends_the_publishers_body(server, api):
 def test_replace_rebuilds_body_from_a_newer_servers_object(server, api):
     """A slice stored by a newer API server is replaced with only the fields the plugin owns."""
     server.slices["s1"] = {
-        "metadata": {"name": "s1", "resourceVersion": "7", "uid": "x",
-                     "managedFields": [{"manager": "m", "operation": "Update", "futureKey": 1}]},
-        "spec": {"driver": "gpu.example.com", "nodeName": "n1", "futureField": True,
-                 "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": []}}
+        "metadata": {
+            "name": "s1",
+            "resourceVersion": "7",
+            "uid": "x",
+            "managedFields": [{"manager": "m", "operation": "Update", "futureKey": 1}],
+        },
+        "spec": {
+            "driver": "gpu.example.com",
+            "nodeName": "n1",
+            "futureField": True,
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": [],
+        },
+    }
     publisher(api).reconcile()
     method, path, _, body = server.requests[-1]
     assert (method, path) == ("PUT", "/apis/resource.k8s.io/v1/resourceslices/s1")

@@ -33,19 +33,33 @@ def test_rbac_is_least_privilege():
     rules = objs[("ClusterRole", "fake-gpu-dra-plugin")]["rules"]
     assert rules == [
         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
-        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
-         "verbs": ["create", "get", "list", "watch", "update", "delete"]},
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceslices"],
+            "verbs": ["create", "get", "list", "watch", "update", "delete"],
+        },
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
     ]
     assert objs[("ServiceAccount", "fake-gpu-device-plugin")]["automountServiceAccountToken"] is False
 
 
-@pytest.mark.parametrize("name,module,mode,host_paths", [
-    (manifests.DRA_DAEMONSET, "fake_driver.dra_plugin", "dra",
-     {"/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi", "/var/run/fake-gpu"}),
-    (manifests.DEVICE_PLUGIN_DAEMONSET, "fake_driver.device_plugin", "device-plugin",
-     {"/var/lib/kubelet/device-plugins", "/var/run/cdi", "/var/run/fake-gpu"}),
-])
+@pytest.mark.parametrize(
+    "name,module,mode,host_paths",
+    [
+        (
+            manifests.DRA_DAEMONSET,
+            "fake_driver.dra_plugin",
+            "dra",
+            {"/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi", "/var/run/fake-gpu"},
+        ),
+        (
+            manifests.DEVICE_PLUGIN_DAEMONSET,
+            "fake_driver.device_plugin",
+            "device-plugin",
+            {"/var/lib/kubelet/device-plugins", "/var/run/cdi", "/var/run/fake-gpu"},
+        ),
+    ],
+)
 def test_daemonsets(name, module, mode, host_paths):
     ds = objects(manifests.render_driver({"IMAGE": "img:1"}))[("DaemonSet", name)]
     pod = ds["spec"]["template"]["spec"]
@@ -69,7 +83,9 @@ def test_daemonsets(name, module, mode, host_paths):
 
 
 def test_deviceclasses():
-    objs = objects(manifests.render_deviceclasses({"DRIVER_NAME": "gpu.test.io", "EXTENDED_RESOURCE_NAME": "test.io/gpu"}))
+    objs = objects(
+        manifests.render_deviceclasses({"DRIVER_NAME": "gpu.test.io", "EXTENDED_RESOURCE_NAME": "test.io/gpu"})
+    )
     explicit = objs[("DeviceClass", "gpu.test.io")]
     implicit = objs[("DeviceClass", "implicit.gpu.test.io")]
     assert explicit["spec"]["extendedResourceName"] == "test.io/gpu"
@@ -102,10 +118,14 @@ def test_cli(capsys):
 def test_a_changed_config_rolls_the_plugin_pods():
     """The plugins read their config once: the pod templates carry its hash, so that applying a
     different configuration (another profile on a reused cluster) restarts them."""
+
     def hashes(**overrides):
         docs = [d for d in yaml.safe_load_all(manifests.render_driver(overrides)) if d and d["kind"] == "DaemonSet"]
-        return {d["metadata"]["name"]: d["spec"]["template"]["metadata"]["annotations"]["fake-gpu.kep5004.io/config-hash"]
-                for d in docs}
+        return {
+            d["metadata"]["name"]: d["spec"]["template"]["metadata"]["annotations"]["fake-gpu.kep5004.io/config-hash"]
+            for d in docs
+        }
+
     base = hashes(PROFILE="nvidia")
     assert len(base) == 2 and base == hashes(PROFILE="nvidia")
     changed = hashes(PROFILE="nvidia", EXPOSURE="env-names")

@@ -69,16 +69,19 @@ def test_parser_ignores_other_log_lines():
     assert parse_probe_output(text) == [ProbedGpu("u1", 3, "n", "m", "dra", None)]
 
 
-@pytest.mark.parametrize("text,message", [
-    ("hello\n", "no FAKEGPU line"),
-    ("FAKEGPU none\nFAKEGPU uuid=u index=0 node=n model=m via=dra\n", "mixed with device lines"),
-    ("FAKEGPU uuid=u index=0 node=n model=m\n", "missing via"),
-    ("FAKEGPU uuid=u index=x node=n model=m via=dra\n", "index 'x' is not a number"),
-    ("FAKEGPU uuid=u index=0 node=n model=m via=magic\n", "via 'magic'"),
-    ("FAKEGPU uuid=u index=0 node=n model=m via=dra env=perhaps\n", "env 'perhaps'"),
-    ("FAKEGPU uuid=u index=0 node=n model=two words via=dra\n", "malformed field 'words'"),
-    ("FAKEGPU uuid=u index=0 node=n model=m via=dra\n" * 2, "listed twice"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("hello\n", "no FAKEGPU line"),
+        ("FAKEGPU none\nFAKEGPU uuid=u index=0 node=n model=m via=dra\n", "mixed with device lines"),
+        ("FAKEGPU uuid=u index=0 node=n model=m\n", "missing via"),
+        ("FAKEGPU uuid=u index=x node=n model=m via=dra\n", "index 'x' is not a number"),
+        ("FAKEGPU uuid=u index=0 node=n model=m via=magic\n", "via 'magic'"),
+        ("FAKEGPU uuid=u index=0 node=n model=m via=dra env=perhaps\n", "env 'perhaps'"),
+        ("FAKEGPU uuid=u index=0 node=n model=two words via=dra\n", "malformed field 'words'"),
+        ("FAKEGPU uuid=u index=0 node=n model=m via=dra\n" * 2, "listed twice"),
+    ],
+)
 def test_parser_rejects_bad_output(text, message):
     with pytest.raises(ProbeOutputError, match=message):
         parse_probe_output(text)

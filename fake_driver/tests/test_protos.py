@@ -22,7 +22,11 @@ def test_registration_service_path():
         "/pluginregistration.Registration/NotifyRegistrationStatus",
     }
     assert field_numbers(pluginregistration_pb2.PluginInfo) == {
-        "type": 1, "name": 2, "endpoint": 3, "supported_versions": 4}
+        "type": 1,
+        "name": 2,
+        "endpoint": 3,
+        "supported_versions": 4,
+    }
     assert field_numbers(pluginregistration_pb2.RegistrationStatus) == {"plugin_registered": 1, "error": 2}
 
 
@@ -45,12 +49,21 @@ def test_device_plugin_service_paths_and_fields():
     pb = deviceplugin_v1beta1_pb2
     assert method_paths(pb, "Registration") == {"/v1beta1.Registration/Register"}
     assert method_paths(pb, "DevicePlugin") == {
-        f"/v1beta1.DevicePlugin/{m}" for m in
-        ("GetDevicePluginOptions", "ListAndWatch", "GetPreferredAllocation", "Allocate", "PreStartContainer")}
+        f"/v1beta1.DevicePlugin/{m}"
+        for m in ("GetDevicePluginOptions", "ListAndWatch", "GetPreferredAllocation", "Allocate", "PreStartContainer")
+    }
     assert field_numbers(pb.RegisterRequest) == {"version": 1, "endpoint": 2, "resource_name": 3, "options": 4}
     assert field_numbers(pb.ContainerAllocateResponse) == {
-        "envs": 1, "mounts": 2, "devices": 3, "annotations": 4, "cdi_devices": 5}
+        "envs": 1,
+        "mounts": 2,
+        "devices": 3,
+        "annotations": 4,
+        "cdi_devices": 5,
+    }
     assert field_numbers(pb.Mount) == {"container_path": 1, "host_path": 2, "read_only": 3}
     assert field_numbers(pb.Device) == {"ID": 1, "health": 2, "topology": 3}
     assert field_numbers(pb.ContainerPreferredAllocationRequest) == {
-        "available_deviceIDs": 1, "must_include_deviceIDs": 2, "allocation_size": 3}
+        "available_deviceIDs": 1,
+        "must_include_deviceIDs": 2,
+        "allocation_size": 3,
+    }

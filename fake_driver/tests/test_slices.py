@@ -18,7 +18,8 @@ def test_first_publish_creates_one_slice_for_the_node_pool():
     meta, spec = resource_slice["metadata"], resource_slice["spec"]
     assert meta["name"].startswith(f"node-a-{DRIVER}-")
     assert meta["ownerReferences"] == [
-        {"apiVersion": "v1", "kind": "Node", "name": "node-a", "uid": "uid-of-node-a", "controller": True}]
+        {"apiVersion": "v1", "kind": "Node", "name": "node-a", "uid": "uid-of-node-a", "controller": True}
+    ]
     assert spec["driver"] == DRIVER
     assert spec["nodeName"] == "node-a"
     assert spec["pool"] == {"name": "node-a", "generation": 1, "resourceSliceCount": 1}
@@ -65,12 +66,17 @@ def test_extra_slices_are_removed_and_generation_outranks_them():
     for generation in (4, 7):
         api.slices[f"old-{generation}"] = {
             "metadata": {"name": f"old-{generation}"},
-            "spec": {"driver": DRIVER, "nodeName": "node-a",
-                     "pool": {"name": "renamed-pool", "generation": generation, "resourceSliceCount": 2},
-                     "devices": []},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "node-a",
+                "pool": {"name": "renamed-pool", "generation": generation, "resourceSliceCount": 2},
+                "devices": [],
+            },
         }
-    api.slices["other-node"] = {"metadata": {"name": "other-node"},
-                                "spec": {"driver": DRIVER, "nodeName": "node-b", "pool": {"name": "node-b"}}}
+    api.slices["other-node"] = {
+        "metadata": {"name": "other-node"},
+        "spec": {"driver": DRIVER, "nodeName": "node-b", "pool": {"name": "node-b"}},
+    }
     publisher(api).reconcile()
     names = sorted(api.slices)
     assert len(names) == 2 and "other-node" in names

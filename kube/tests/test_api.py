@@ -1,4 +1,5 @@
 """Api.raw and Api.server_version through the real kubernetes client, against a local HTTP server."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,17 @@ from kubernetes.client.exceptions import ApiException
 from kube.api import TRANSIENT_ERRORS, Api
 
 METRICS = 'kubernetes_feature_enabled{name="DRAExtendedResource",stage="BETA"} 1\n'
-VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.3", "gitCommit": "0", "gitTreeState": "clean",
-           "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25", "compiler": "gc", "platform": "linux/amd64"}
+VERSION = {
+    "major": "1",
+    "minor": "36",
+    "gitVersion": "v1.36.3",
+    "gitCommit": "0",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.25",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
 BODIES = {
     "/metrics": ("text/plain; version=0.0.4", METRICS),
     "/version/": ("application/json", json.dumps(VERSION)),
@@ -38,12 +48,18 @@ def api(tmp_path: Path) -> Iterator[Api]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "local",
-        "clusters": [{"name": "local", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
-        "users": [{"name": "local", "user": {"token": "t"}}],
-        "contexts": [{"name": "local", "context": {"cluster": "local", "user": "local"}}],
-    }))
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "local",
+                "clusters": [{"name": "local", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
+                "users": [{"name": "local", "user": {"token": "t"}}],
+                "contexts": [{"name": "local", "context": {"cluster": "local", "user": "local"}}],
+            }
+        )
+    )
     yield Api(kubeconfig)
     server.shutdown()
     server.server_close()

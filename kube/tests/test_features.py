@@ -1,4 +1,5 @@
 """The gate table's answers that the gate-cycle scenario relies on."""
+
 from kube.features import VERSIONS
 
 

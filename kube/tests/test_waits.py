@@ -1,4 +1,5 @@
 """wait_for and holds_for: deadlines, the timeout scale, transient errors and what a timeout says."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -40,6 +41,7 @@ def returning(*values: object) -> Callable[[], object]:
         if isinstance(value, BaseException):
             raise value
         return value
+
     return probe
 
 
@@ -93,6 +95,7 @@ def test_timeout_names_the_last_transient_error() -> None:
 def test_describe_failing_transiently_still_times_out_with_the_error() -> None:
     def describe() -> str:
         raise ConnectionRefusedError("down")
+
     expected = r"last seen: \(could not be read\); last error: ConnectionRefusedError: down$"
     with pytest.raises(WaitTimeout, match=expected):
         wait_for(returning(None), timeout=2, what="x", describe=describe, transient=(ConnectionError,))
@@ -111,7 +114,7 @@ def test_holds_for_passes_while_the_probe_holds(clock: Clock) -> None:
 
 
 def test_holds_for_fails_when_the_probe_stops_holding() -> None:
-    with pytest.raises(AssertionError, match="expected the pod to stay Pending for 10 s, but it stopped holding; "
-                                             "seen: Running"):
-        holds_for(returning(True, True, False), duration=10, what="the pod to stay Pending",
-                  describe=lambda: "Running")
+    with pytest.raises(
+        AssertionError, match="expected the pod to stay Pending for 10 s, but it stopped holding; seen: Running"
+    ):
+        holds_for(returning(True, True, False), duration=10, what="the pod to stay Pending", describe=lambda: "Running")

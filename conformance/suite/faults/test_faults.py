@@ -8,6 +8,7 @@ their claims' devices and seeing exactly them, no device in two claims, no claim
 pod, the driver's prepared state matching. Pods that must come through a fault untouched are
 compared with their snapshot from before (conformance/lib/survivors.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -41,13 +42,21 @@ PROMPT = 120
 # How long pods that the scheduler left for its periodic retry are watched staying so before that
 # is reported: long enough to see a requeue by any other event, far shorter than the retry.
 LEFT_FOR = 30
+
+
 def wait_answering(target: Target, after: str) -> None:
-    wait_for(lambda: target.api.server_version(), timeout=120, interval=1, transient=TRANSIENT_ERRORS,
-             what=f"the API server to answer after {after}")
+    wait_for(
+        lambda: target.api.server_version(),
+        timeout=120,
+        interval=1,
+        transient=TRANSIENT_ERRORS,
+        what=f"the API server to answer after {after}",
+    )
 
 
-def running_promptly(target: Target, check: Checks, rid: str, namespace: str, names: list[str], after: str,
-                     control_plane: Node) -> str:
+def running_promptly(
+    target: Target, check: Checks, rid: str, namespace: str, names: list[str], after: str, control_plane: Node
+) -> str:
     """Check that the named pods run within PROMPT s after `after`; returns `after`, amended when
     the scheduler had to be restarted. Pods stalled the way BUG-11 leaves them are that bug's
     deviation for `rid`; any other stall fails `rid` by name."""
@@ -69,9 +78,14 @@ def running_promptly(target: Target, check: Checks, rid: str, namespace: str, na
         return (waiting,) if time.monotonic() - left_since >= LEFT_FOR else None
 
     try:
-        stalled = wait_for(served_or_left, timeout=PROMPT, interval=2, transient=TRANSIENT_ERRORS,
-                           what=f"pods {names} Running after {after}",
-                           describe=lambda: recovery.not_running_described(api, namespace, names))[0]
+        stalled = wait_for(
+            served_or_left,
+            timeout=PROMPT,
+            interval=2,
+            transient=TRANSIENT_ERRORS,
+            what=f"pods {names} Running after {after}",
+            describe=lambda: recovery.not_running_described(api, namespace, names),
+        )[0]
     except WaitTimeout as late:
         stalled = recovery.not_running(api, namespace, names)
         if stalled and recovery.left_for_periodic_retry(api, namespace, stalled) != stalled:
@@ -79,49 +93,77 @@ def running_promptly(target: Target, check: Checks, rid: str, namespace: str, na
                 raise late from None
     if not stalled:
         return after
-    check.known_bug(rid, "BUG-11", target.minor,
-                    f"after {after}, pods {stalled} are not Running: a restarted scheduler found the special claims "
-                    "made for them before, deleted them and left the pods to its periodic retry (five minutes); "
-                    f"{pods.condition(pods.get(api, namespace, stalled[0]), 'PodScheduled').get('message')}")
+    check.known_bug(
+        rid,
+        "BUG-11",
+        target.minor,
+        f"after {after}, pods {stalled} are not Running: a restarted scheduler found the special claims "
+        "made for them before, deleted them and left the pods to its periodic retry (five minutes); "
+        f"{pods.condition(pods.get(api, namespace, stalled[0]), 'PodScheduled').get('message')}",
+    )
     # The rest of `rid` (one claim per pod, none orphaned, no device twice) is checked all the
     # same, without waiting minutes for that retry: once the stalled pods' leftover claims are
     # gone, a scheduler starting anew tries every pending pod at once.
     with check(rid, stop=True):
-        wait_for(lambda: not set(stalled) & set(recovery.unbound_pods_with_special_claims(api, namespace)),
-                 timeout=60, interval=2, transient=TRANSIENT_ERRORS,
-                 what=f"the leftover special claims of {stalled} deleted by the new scheduler",
-                 describe=lambda: json.dumps(recovery.unbound_pods_with_special_claims(api, namespace)))
+        wait_for(
+            lambda: not set(stalled) & set(recovery.unbound_pods_with_special_claims(api, namespace)),
+            timeout=60,
+            interval=2,
+            transient=TRANSIENT_ERRORS,
+            what=f"the leftover special claims of {stalled} deleted by the new scheduler",
+            describe=lambda: json.dumps(recovery.unbound_pods_with_special_claims(api, namespace)),
+        )
     faults.kill_component(control_plane, "kube-scheduler")
-    return after + ", then kube-scheduler was killed once more after the deviation was recorded, so that the " \
+    return (
+        after + ", then kube-scheduler was killed once more after the deviation was recorded, so that the "
         "stalled pods are retried"
+    )
 
 
 @pytest.mark.requirement("FAULT-1")
-def test_pods_are_served_after_the_driver_is_killed_while_preparing(target: Target, check: Checks, namespace: str,
-                                                                      worker: Node, held_at_start: dict[str, frozenset[str]]) -> None:
-    driver_killed_while_preparing(target, check, namespace, worker.name,
-                                  lambda driver: faults.kill_pod(worker, driver["metadata"]["uid"]),
-                                  "was killed (SIGKILL)", held_at_start)
+def test_pods_are_served_after_the_driver_is_killed_while_preparing(
+    target: Target, check: Checks, namespace: str, worker: Node, held_at_start: dict[str, frozenset[str]]
+) -> None:
+    driver_killed_while_preparing(
+        target,
+        check,
+        namespace,
+        worker.name,
+        lambda driver: faults.kill_pod(worker, driver["metadata"]["uid"]),
+        "was killed (SIGKILL)",
+        held_at_start,
+    )
 
 
 @pytest.mark.requirement("FAULT-2")
-def test_pods_keep_their_devices_when_the_kubelet_restarts(target: Target, check: Checks, namespace: str,
-                                                           worker: Node, held_at_start: dict[str, frozenset[str]]) -> None:
+def test_pods_keep_their_devices_when_the_kubelet_restarts(
+    target: Target, check: Checks, namespace: str, worker: Node, held_at_start: dict[str, frozenset[str]]
+) -> None:
     kubelet_restarted(target, check, namespace, worker.name, worker.restart_kubelet, held_at_start)
 
 
 @pytest.mark.requirement("FAULT-3")
-def test_a_batch_is_served_when_the_scheduler_crashes_while_binding(target: Target, check: Checks, namespace: str,
-                                                                     worker: Node, kind_nodes: KindNodes,
-                                                                     record_property, held_at_start: dict[str, frozenset[str]]) -> None:
+def test_a_batch_is_served_when_the_scheduler_crashes_while_binding(
+    target: Target,
+    check: Checks,
+    namespace: str,
+    worker: Node,
+    kind_nodes: KindNodes,
+    record_property,
+    held_at_start: dict[str, frozenset[str]],
+) -> None:
     api = target.api
     batch = RUNNING + ARRIVING
     control_plane = kind_nodes.control_planes[0]
     scheduler = faults.main_pids(control_plane, "--name", "^kube-scheduler$")  # aimed before, fired in one command
     arrive(target, namespace, worker.name, batch)
     # The crash lands in the middle of the batch: right after the scheduler made its first claim.
-    wait_for(lambda: api.list(RESOURCE_API, "ResourceClaim", namespace), timeout=120, interval=0.05,
-             what="the scheduler's first special claim of the batch")
+    wait_for(
+        lambda: api.list(RESOURCE_API, "ResourceClaim", namespace),
+        timeout=120,
+        interval=0.05,
+        what="the scheduler's first special claim of the batch",
+    )
     faults.kill(control_plane, scheduler)
     # Requests it sent before dying may still land; its successor needs the old lease to expire first.
     pods.wait_elapsed(2)
@@ -134,8 +176,13 @@ def test_a_batch_is_served_when_the_scheduler_crashes_while_binding(target: Targ
 
 @pytest.mark.requirement("FAULT-4")
 def test_claims_are_collected_when_the_controller_manager_crashes_during_deletion(
-        target: Target, check: Checks, namespace: str, worker: Node, kind_nodes: KindNodes,
-        held_at_start: dict[str, frozenset[str]]) -> None:
+    target: Target,
+    check: Checks,
+    namespace: str,
+    worker: Node,
+    kind_nodes: KindNodes,
+    held_at_start: dict[str, frozenset[str]],
+) -> None:
     api = target.api
     start_served(target, check, "FAULT-4", namespace, worker.name)
     for name in RUNNING:
@@ -144,22 +191,35 @@ def test_claims_are_collected_when_the_controller_manager_crashes_during_deletio
     # The new pods need the deleted pods' devices back only if the worker is short of them; the
     # oracle checks that the deleted pods' special claims are collected either way.
     arrive(target, namespace, worker.name)
-    recovery.converged(target, check, "FAULT-4", namespace, ARRIVING,
-                       after="kube-controller-manager was killed while pods were deleted", held_at_start=held_at_start)
+    recovery.converged(
+        target,
+        check,
+        "FAULT-4",
+        namespace,
+        ARRIVING,
+        after="kube-controller-manager was killed while pods were deleted",
+        held_at_start=held_at_start,
+    )
 
 
 @pytest.mark.requirement("FAULT-5")
-def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(target: Target, check: Checks,
-                                                                         namespace: str, worker: Node,
-                                                                         held_at_start: dict[str, frozenset[str]]) -> None:
-    machine_restarted(target, check, namespace, worker.name, lambda: faults.restart_machine(target.api, worker),
-                      held_at_start)
+def test_pods_run_again_with_the_same_devices_after_the_machine_restarts(
+    target: Target, check: Checks, namespace: str, worker: Node, held_at_start: dict[str, frozenset[str]]
+) -> None:
+    machine_restarted(
+        target, check, namespace, worker.name, lambda: faults.restart_machine(target.api, worker), held_at_start
+    )
 
 
 @pytest.mark.requirement("FAULT-6")
-def test_service_goes_on_when_the_api_server_is_briefly_down(target: Target, check: Checks, namespace: str,
-                                                            worker: Node, kind_nodes: KindNodes,
-                                                            held_at_start: dict[str, frozenset[str]]) -> None:
+def test_service_goes_on_when_the_api_server_is_briefly_down(
+    target: Target,
+    check: Checks,
+    namespace: str,
+    worker: Node,
+    kind_nodes: KindNodes,
+    held_at_start: dict[str, frozenset[str]],
+) -> None:
     before = start_served(target, check, "FAULT-6", namespace, worker.name)
     faults.kill_component(kind_nodes.control_planes[0], "kube-apiserver")
     after = "kube-apiserver was killed and came back"
@@ -170,7 +230,9 @@ def test_service_goes_on_when_the_api_server_is_briefly_down(target: Target, che
     survivors.check_unchanged(target, check, before, "FAULT-6", after)
     # A scheduler that could not renew its lease while the API server was away exits, perhaps
     # in the middle of serving the arriving pods.
-    after = running_promptly(target, check, "FAULT-6", namespace, RUNNING + ARRIVING, after,
-                             kind_nodes.control_planes[0])
-    recovery.converged(target, check, "FAULT-6", namespace, RUNNING + ARRIVING, after=after,
-                       held_at_start=held_at_start)
+    after = running_promptly(
+        target, check, "FAULT-6", namespace, RUNNING + ARRIVING, after, kind_nodes.control_planes[0]
+    )
+    recovery.converged(
+        target, check, "FAULT-6", namespace, RUNNING + ARRIVING, after=after, held_at_start=held_at_start
+    )

@@ -8,6 +8,7 @@ after GA; kubelets cannot emulate and keep it on.
 The scenario's tests run in file order as its steps; the gate is put back on when the module
 ends, even after a failure or Ctrl-C (unless --keep).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -37,9 +38,11 @@ def off_as(target: Target) -> Minor:
 def _applicable(request: pytest.FixtureRequest, target: Target) -> None:
     """These tests set the gate themselves: only the server version decides whether they apply,
     with the gate on as it is and off as the control plane then runs."""
-    verdicts = [requirement(rid).applies_to(minor, gate_enabled=state)
-                for rid in requirement_ids(request.node)
-                for minor, state in ((target.minor, True), (off_as(target), False))]
+    verdicts = [
+        requirement(rid).applies_to(minor, gate_enabled=state)
+        for rid in requirement_ids(request.node)
+        for minor, state in ((target.minor, True), (off_as(target), False))
+    ]
     if verdicts and not any(ok for ok, _ in verdicts):
         pytest.skip("not applicable: " + "; ".join(sorted({reason for _, reason in verdicts})))
 
@@ -57,8 +60,14 @@ class Gate:
         return health.feature_enabled(self.kubeconfig, FEATURE_GATE)
 
     def set(self, value: bool) -> None:
-        gates.set_gate(self.kubeconfig, self.nodes, FEATURE_GATE, value,
-                       emulated=None if value else self.emulated, kubelets=self.emulated is None)
+        gates.set_gate(
+            self.kubeconfig,
+            self.nodes,
+            FEATURE_GATE,
+            value,
+            emulated=None if value else self.emulated,
+            kubelets=self.emulated is None,
+        )
         # Restarted kubelets drop the driver's ResourceSlices until it registers again; device
         # names map to what containers see only through them.
         driver_setup.wait_published(self.target.api, self.target.profile)
@@ -68,8 +77,10 @@ class Gate:
 def gate(request: pytest.FixtureRequest, target: Target, kubeconfig: Path, kind_nodes: KindNodes) -> Iterator[Gate]:
     g = Gate(target, kubeconfig, kind_nodes)
     if g.enabled() is not True:
-        pytest.fail(f"{FEATURE_GATE} must be on when the gate cycle starts (kube-apiserver reports {g.enabled()})",
-                    pytrace=False)
+        pytest.fail(
+            f"{FEATURE_GATE} must be on when the gate cycle starts (kube-apiserver reports {g.enabled()})",
+            pytrace=False,
+        )
     yield g
     if not request.config.getoption("--keep") and g.enabled() is not True:
         g.set(True)

@@ -6,6 +6,7 @@ container a device by the same id whichever path handed it out, so a device hand
 paths shows up as one probe id seen by containers of two pods. Which path served a pod is read
 from the pod itself: DRA-served pods carry extendedResourceClaimStatus.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,6 +28,7 @@ PLUGINS = ("dra", "device-plugin")
 
 # --- pods ----------------------------------------------------------------------------------
 
+
 def pinned_pod(name: str, profile: Profile, node: str, resources: dict[str, int]) -> Obj:
     """A one-container pod asking for `resources` that the scheduler may place only on `node`."""
     return pods.pinned(pods.pod(name, [pods.container("main", profile, resources)]), node)
@@ -43,8 +45,11 @@ def placed_before_the_switch(pod: Obj) -> bool:
     scheduler's cache may not have caught up with under load (the full job, 2026-12-05: the
     next pods, two seconds later, were served by DRA). Not KUBELET-5's case, whose pods have one."""
     status = pod.get("status") or {}
-    return status.get("phase") == "Failed" and status.get("reason") == "UnexpectedAdmissionError" \
+    return (
+        status.get("phase") == "Failed"
+        and status.get("reason") == "UnexpectedAdmissionError"
         and claim_status(pod) is None
+    )
 
 
 def path_of(pod: Obj) -> str:
@@ -59,6 +64,7 @@ def pod_state(api: Api, namespace: str, name: str) -> str:
 
 # --- nodes ---------------------------------------------------------------------------------
 
+
 def node_resource(api: Api, node: str, name: str) -> dict[str, str | None]:
     """{capacity, allocatable} of `name` in node status (None: not listed)."""
     status = (api.get("v1", "Node", node) or {}).get("status") or {}
@@ -71,20 +77,26 @@ def modes(profile: Profile) -> NodeModeLabel:
 
 
 def mode_of(api: Api, profile: Profile, node: str) -> str | None:
-    labels = (((api.get("v1", "Node", node) or {}).get("metadata") or {}).get("labels") or {})
+    labels = ((api.get("v1", "Node", node) or {}).get("metadata") or {}).get("labels") or {}
     return modes(profile).mode(labels.get(modes(profile).label))
 
 
 def set_mode_label(api: Api, profile: Profile, node: str, mode: str) -> None:
     m = modes(profile)
-    api.resource("v1", "Node").patch(name=node, body={"metadata": {"labels": {m.label: m.values[mode]}}},
-                                     content_type="application/merge-patch+json")
+    api.resource("v1", "Node").patch(
+        name=node, body={"metadata": {"labels": {m.label: m.values[mode]}}}, content_type="application/merge-patch+json"
+    )
 
 
 def plugin_pods(api: Api, profile: Profile, node: str, plugin: str) -> list[Obj]:
     """The driver's pods of one plugin ("dra" or "device-plugin") on a node."""
-    return api.list("v1", "Pod", profile.driver_namespace, label_selector=modes(profile).plugin_pods[plugin],
-                    field_selector=f"spec.nodeName={node}")
+    return api.list(
+        "v1",
+        "Pod",
+        profile.driver_namespace,
+        label_selector=modes(profile).plugin_pods[plugin],
+        field_selector=f"spec.nodeName={node}",
+    )
 
 
 def _ready(p: Obj) -> bool:
@@ -93,13 +105,24 @@ def _ready(p: Obj) -> bool:
 
 def node_state(api: Api, profile: Profile, node: str) -> dict:
     """Everything that tells which plugins serve a node right now."""
-    return {"node": node, "mode": mode_of(api, profile, node),
-            "published_devices": published_devices(api, profile)[node],
-            profile.extended_resource_name: node_resource(api, node, profile.extended_resource_name),
-            **{f"{plugin}_pods": [(p["metadata"]["name"], (p.get("status") or {}).get("phase"), _ready(p),
-                                   bool(p["metadata"].get("deletionTimestamp")))
-                                  for p in plugin_pods(api, profile, node, plugin)]
-               for plugin in PLUGINS}}
+    return {
+        "node": node,
+        "mode": mode_of(api, profile, node),
+        "published_devices": published_devices(api, profile)[node],
+        profile.extended_resource_name: node_resource(api, node, profile.extended_resource_name),
+        **{
+            f"{plugin}_pods": [
+                (
+                    p["metadata"]["name"],
+                    (p.get("status") or {}).get("phase"),
+                    _ready(p),
+                    bool(p["metadata"].get("deletionTimestamp")),
+                )
+                for p in plugin_pods(api, profile, node, plugin)
+            ]
+            for plugin in PLUGINS
+        },
+    }
 
 
 def settled(api: Api, profile: Profile, node: str, mode: str, in_use: int = 0) -> bool:
@@ -126,17 +149,22 @@ def settled(api: Api, profile: Profile, node: str, mode: str, in_use: int = 0) -
 
 
 def wait_settled(api: Api, profile: Profile, node: str, mode: str, timeout: float = 300, in_use: int = 0) -> None:
-    wait_for(lambda: settled(api, profile, node, mode, in_use), timeout=timeout, interval=2,
-             what=f"node {node} to be served as {mode} ({modes(profile).label}={modes(profile).values[mode]})",
-             describe=lambda: json.dumps(node_state(api, profile, node)))
+    wait_for(
+        lambda: settled(api, profile, node, mode, in_use),
+        timeout=timeout,
+        interval=2,
+        what=f"node {node} to be served as {mode} ({modes(profile).label}={modes(profile).values[mode]})",
+        describe=lambda: json.dumps(node_state(api, profile, node)),
+    )
 
 
 # --- double booking ------------------------------------------------------------------------
 
+
 class Holder(NamedTuple):
-    pod: str        # namespace/name
+    pod: str  # namespace/name
     container: str
-    via: str        # the path that served the pod: "dra" or "device-plugin" (path_of)
+    via: str  # the path that served the pod: "dra" or "device-plugin" (path_of)
 
 
 def double_booked(holders: Mapping[str, list[Holder]]) -> dict[str, list[Holder]]:
@@ -154,8 +182,11 @@ def device_holders(api: Api, profile: Profile, node: str, namespace: str | None 
     for p in sorted(running_pods, key=lambda q: (q["metadata"]["namespace"], q["metadata"]["name"])):
         if p["metadata"].get("deletionTimestamp"):
             continue
-        running = {s["name"] for s in (p.get("status") or {}).get("containerStatuses") or []
-                   if "running" in (s.get("state") or {})}
+        running = {
+            s["name"]
+            for s in (p.get("status") or {}).get("containerStatuses") or []
+            if "running" in (s.get("state") or {})
+        }
         for c in p["spec"]["containers"]:
             if c["name"] in running and c["image"] == profile.workload_image:
                 holder = Holder(f"{p['metadata']['namespace']}/{p['metadata']['name']}", c["name"], path_of(p))
@@ -165,5 +196,6 @@ def device_holders(api: Api, profile: Profile, node: str, namespace: str | None 
 
 
 def render_holders(holders: Mapping[str, list[Holder]]) -> str:
-    return json.dumps({d: [f"{h.pod}/{h.container} via={h.via}" for h in hs] for d, hs in sorted(holders.items())},
-                      indent=1)
+    return json.dumps(
+        {d: [f"{h.pod}/{h.container} via={h.via}" for h in hs] for d, hs in sorted(holders.items())}, indent=1
+    )

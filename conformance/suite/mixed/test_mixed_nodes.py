@@ -5,6 +5,7 @@ profile's nodeSelector.dra and one matching nodeSelector.devicePlugin.
 Which path served a pod is read from the pod (helpers.path_of); what its containers see, from the
 profile's probe.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,38 +31,58 @@ EMPTY_MAPPINGS = "empty request mappings"  # how kube-scheduler words BUG-10 (Pr
 def _spread_deployment(name: str, profile: Profile, resource: str, nodes: list[str]) -> dict:
     """Two replicas asking for one unit each, at most one per node, only on `nodes`."""
     labels = {"app": name}
-    spec = {"containers": [pods.container("main", profile, {resource: 1})], "terminationGracePeriodSeconds": 1,
-            "affinity": {
-                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]},
-                **pods.only_on(nodes)}}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"replicas": len(nodes), "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": spec}}}
+    spec = {
+        "containers": [pods.container("main", profile, {resource: 1})],
+        "terminationGracePeriodSeconds": 1,
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            },
+            **pods.only_on(nodes),
+        },
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": len(nodes),
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
 
 
 @pytest.mark.serial
 @pytest.mark.requirement("MIXED-1")
-def test_pods_on_the_device_plugin_node_at_once_see_devices_of_their_own(check: Checks, target: Target,
-                                                                        namespace: str, workers: Workers) -> None:
+def test_pods_on_the_device_plugin_node_at_once_see_devices_of_their_own(
+    check: Checks, target: Target, namespace: str, workers: Workers
+) -> None:
     """The device plugin's side of the name: two pods on its node at the same time are handed one
     device each, not the same one (a plugin that double books passes every one-pod check)."""
     api, p, node = target.api, target.profile, workers.device_plugin
     names = ["dp-a", "dp-b"]
     for name in names:
-        api.create(pods.pinned(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})]), node),
-                   namespace)
+        api.create(
+            pods.pinned(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})]), node), namespace
+        )
     with check("MIXED-1", stop=True):
         running = [pods.wait_running(api, namespace, name, timeout=180) for name in names]
     seen = {name: helpers.probe(api, p, q) for name, q in zip(names, running)}
-    check.that("MIXED-1", all(len(ids) == 1 for ids in seen.values()) and not set(seen["dp-a"]) & set(seen["dp-b"]),
-               f"pods {names} on device-plugin node {node} at once should each see one device of their own: {seen}")
+    check.that(
+        "MIXED-1",
+        all(len(ids) == 1 for ids in seen.values()) and not set(seen["dp-a"]) & set(seen["dp-b"]),
+        f"pods {names} on device-plugin node {node} at once should each see one device of their own: {seen}",
+    )
 
 
 @pytest.mark.serial
 @pytest.mark.requirement("MIXED-1", "STATUS-1", "KUBELET-4")
-def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(check: Checks, target: Target, namespace: str,
-                                                                    workers: Workers) -> None:
+def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(
+    check: Checks, target: Target, namespace: str, workers: Workers
+) -> None:
     """One replica lands on each worker: the device-plugin node's pod uses node-allocatable
     accounting (no special claim, no status, one device seen), the DRA node's pod gets a special
     claim and sees its allocated device; only the device-plugin node lists the name."""
@@ -77,8 +98,11 @@ def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(check: Check
         return "\n".join(pods.summary(api, namespace, q["metadata"]["name"]) for q in listed()) or "no pods"
 
     def running() -> list[dict] | None:
-        ok = [q for q in listed() if (q.get("status") or {}).get("phase") == "Running"
-              and not q["metadata"].get("deletionTimestamp")]
+        ok = [
+            q
+            for q in listed()
+            if (q.get("status") or {}).get("phase") == "Running" and not q["metadata"].get("deletionTimestamp")
+        ]
         return ok if len(ok) == len(nodes) else None
 
     with check("MIXED-1", stop=True):
@@ -92,40 +116,59 @@ def test_deployment_spread_over_a_device_plugin_node_and_a_dra_node(check: Check
     # The device-plugin node: no special claim, no status, one device delivered by the device plugin.
     owned = [c["metadata"]["name"] for c in claims_owned_by(api, dp_pod)]
     seen = helpers.probe(api, p, dp_pod)
-    check.that("MIXED-1", owned == [] and claim_status(dp_pod) is None and len(seen) == 1,
-               f"pod {dp_name} on device-plugin node {workers.device_plugin} should own no claim (owns {owned}), have "
-               f"no extendedResourceClaimStatus and see 1 device (sees {seen}):\n"
-               f"{pods.summary(api, namespace, dp_name)}")
-    check.that("STATUS-1", claim_status(dp_pod) is None,
-               f"pod {dp_name} served by the device plugin has extendedResourceClaimStatus:\n"
-               f"{pods.summary(api, namespace, dp_name)}")
+    check.that(
+        "MIXED-1",
+        owned == [] and claim_status(dp_pod) is None and len(seen) == 1,
+        f"pod {dp_name} on device-plugin node {workers.device_plugin} should own no claim (owns {owned}), have "
+        f"no extendedResourceClaimStatus and see 1 device (sees {seen}):\n"
+        f"{pods.summary(api, namespace, dp_name)}",
+    )
+    check.that(
+        "STATUS-1",
+        claim_status(dp_pod) is None,
+        f"pod {dp_name} served by the device plugin has extendedResourceClaimStatus:\n"
+        f"{pods.summary(api, namespace, dp_name)}",
+    )
 
     # The DRA node: special claim, status, and exactly its allocated device delivered by DRA.
-    check.that("STATUS-1", claim_status(dra_pod) is not None,
-               f"pod {dra_name} on DRA node {workers.dra} has no extendedResourceClaimStatus:\n"
-               f"{pods.summary(api, namespace, dra_name)}")
+    check.that(
+        "STATUS-1",
+        claim_status(dra_pod) is not None,
+        f"pod {dra_name} on DRA node {workers.dra} has no extendedResourceClaimStatus:\n"
+        f"{pods.summary(api, namespace, dra_name)}",
+    )
     served = scenario.verify_served(target, check, dra_pod, as_id="MIXED-1")
     seen = helpers.probe(api, p, dra_pod)
-    check.that("MIXED-1", seen == served.seen["main"],
-               f"pod {dra_name} on DRA node {workers.dra} should see its allocated device {served.seen['main']}, "
-               f"sees {seen}:\n{pods.summary(api, namespace, dra_name)}")
+    check.that(
+        "MIXED-1",
+        seen == served.seen["main"],
+        f"pod {dra_name} on DRA node {workers.dra} should see its allocated device {served.seen['main']}, "
+        f"sees {seen}:\n{pods.summary(api, namespace, dra_name)}",
+    )
 
     # Node status: allocatable accounting on the device-plugin node only.
     dp_status = helpers.node_resource(api, workers.device_plugin, p.extended_resource_name)
-    check.that("MIXED-1", dp_status["allocatable"] == str(p.devices_on(workers.device_plugin)),
-               f"device-plugin node {workers.device_plugin} lists {p.extended_resource_name}: {dp_status}, "
-               f"expected allocatable {p.devices_on(workers.device_plugin)}")
+    check.that(
+        "MIXED-1",
+        dp_status["allocatable"] == str(p.devices_on(workers.device_plugin)),
+        f"device-plugin node {workers.device_plugin} lists {p.extended_resource_name}: {dp_status}, "
+        f"expected allocatable {p.devices_on(workers.device_plugin)}",
+    )
     dra_status = helpers.node_resource(api, workers.dra, p.extended_resource_name)
     implicit = helpers.node_resource(api, workers.dra, p.implicit_resource_name)
-    check.that("KUBELET-4", dra_status == {"capacity": None, "allocatable": None} == implicit,
-               f"DRA node {workers.dra} lists a DRA-backed name in node status while pod {dra_name} runs: "
-               f"{p.extended_resource_name}: {dra_status}, {p.implicit_resource_name}: {implicit}")
+    check.that(
+        "KUBELET-4",
+        dra_status == {"capacity": None, "allocatable": None} == implicit,
+        f"DRA node {workers.dra} lists a DRA-backed name in node status while pod {dra_name} runs: "
+        f"{p.extended_resource_name}: {dra_status}, {p.implicit_resource_name}: {implicit}",
+    )
 
 
 @pytest.mark.serial
 @pytest.mark.requirement("MIXED-2", "STATUS-1")
-def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(check: Checks, target: Target, namespace: str,
-                                                                   workers: Workers, node_modes: NodeModes) -> None:
+def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(
+    check: Checks, target: Target, namespace: str, workers: Workers, node_modes: NodeModes
+) -> None:
     """A worker running both plugins (mode `both`) advertises the name (allocatable > 0) AND
     publishes the same GPUs in a ResourceSlice. A pod asking for the name there must be served
     by the device plugin (allocatable > 0, MIXED-2), without special claim or status (STATUS-1);
@@ -144,19 +187,25 @@ def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(check: Checks
     api.create(helpers.pinned_pod("gpu-1", p, node, {p.extended_resource_name: 1}), namespace)
     with check("MIXED-2", stop=True):
         pod = pods.wait_phase(api, namespace, "gpu-1", ("Running", "Failed"), timeout=180)
-        assert pod["status"]["phase"] == "Running", \
+        assert pod["status"]["phase"] == "Running", (
             f"pod gpu-1 failed on node {node} with both plugins:\n{helpers.pod_state(api, namespace, 'gpu-1')}"
+        )
     status = claim_status(pod)
     owned = [c["metadata"]["name"] for c in claims_owned_by(api, pod)]
     seen = helpers.probe(api, p, pod)
     mechanism = "dra" if status or owned else "device-plugin"
-    observation = (f"Kubernetes {target.version.tag}: node {node} with both plugins ({p.extended_resource_name} "
-                   f"{status_before}, {helpers.node_state(api, p, node)['published_devices']} devices published); "
-                   f"pod gpu-1 asking for 1 was served by {mechanism}: extendedResourceClaimStatus={json.dumps(status)}, "
-                   f"owned claims={owned}, probe={seen}")
+    observation = (
+        f"Kubernetes {target.version.tag}: node {node} with both plugins ({p.extended_resource_name} "
+        f"{status_before}, {helpers.node_state(api, p, node)['published_devices']} devices published); "
+        f"pod gpu-1 asking for 1 was served by {mechanism}: extendedResourceClaimStatus={json.dumps(status)}, "
+        f"owned claims={owned}, probe={seen}"
+    )
     check.observe("MIXED-2", observation)
-    check.that("MIXED-2", mechanism == "device-plugin" and len(seen) == 1,
-               f"the device plugin must serve the name where allocatable > 0, with exactly one device: {observation}")
+    check.that(
+        "MIXED-2",
+        mechanism == "device-plugin" and len(seen) == 1,
+        f"the device plugin must serve the name where allocatable > 0, with exactly one device: {observation}",
+    )
     check.that("STATUS-1", status is None, f"pod gpu-1 got extendedResourceClaimStatus: {observation}")
 
     # The DRA devices of that node stay usable through an ordinary ResourceClaim.
@@ -172,19 +221,26 @@ def test_device_plugin_serves_the_name_on_a_node_with_both_plugins(check: Checks
     devices = pods.claim_devices(api, namespace, claim_name)
     ids = devices_lib.device_ids(api, p)
     want = sorted(ids.get(d, f"?{d[1]}") for d in devices)
-    check.that("MIXED-2", seen_claim == want,
-               f"pod with-claim on node {node} should see its claim's device {devices} as {want}, sees "
-               f"{seen_claim}:\n{pods.summary(api, namespace, 'with-claim')}")
+    check.that(
+        "MIXED-2",
+        seen_claim == want,
+        f"pod with-claim on node {node} should see its claim's device {devices} as {want}, sees "
+        f"{seen_claim}:\n{pods.summary(api, namespace, 'with-claim')}",
+    )
     booked = helpers.double_booked(helpers.device_holders(api, p, node, namespace))
-    check.observe("MIXED-2", f"on the node with both plugins gpu-1 (device plugin) sees {seen}, "
-                             f"with-claim (DRA claim {devices}) sees {seen_claim}; devices seen by two "
-                             f"pods: {helpers.render_holders(booked) if booked else 'none'}")
+    check.observe(
+        "MIXED-2",
+        f"on the node with both plugins gpu-1 (device plugin) sees {seen}, "
+        f"with-claim (DRA claim {devices}) sees {seen_claim}; devices seen by two "
+        f"pods: {helpers.render_holders(booked) if booked else 'none'}",
+    )
 
 
 @pytest.mark.serial
 @pytest.mark.requirement("MIXED-2")
-def test_one_pod_with_a_device_plugin_name_and_a_claim(check: Checks, target: Target, namespace: str,
-                                                       workers: Workers, node_modes: NodeModes) -> None:
+def test_one_pod_with_a_device_plugin_name_and_a_claim(
+    check: Checks, target: Target, namespace: str, workers: Workers, node_modes: NodeModes
+) -> None:
     """As upstream's pod asking for a device-plugin resource and a ResourceClaim at once, on a
     node running both plugins: the device plugin serves the name (no special claim, no status),
     DRA serves the claim, and the container sees both."""
@@ -202,30 +258,49 @@ def test_one_pod_with_a_device_plugin_name_and_a_claim(check: Checks, target: Ta
         pod = pods.get(api, namespace, "plugin-and-claim")
         stuck = EMPTY_MAPPINGS in (pods.condition(pod, "PodScheduled").get("message") or "")
         return pod if stuck or (pod.get("status") or {}).get("phase") == "Running" else None
+
     with check("MIXED-2", stop=True):
-        pod = wait_for(settled, timeout=180, interval=2, what="pod plugin-and-claim Running",
-                       describe=lambda: helpers.pod_state(api, namespace, "plugin-and-claim"))
+        pod = wait_for(
+            settled,
+            timeout=180,
+            interval=2,
+            what="pod plugin-and-claim Running",
+            describe=lambda: helpers.pod_state(api, namespace, "plugin-and-claim"),
+        )
     if (pod.get("status") or {}).get("phase") != "Running":
-        check.known_bug("MIXED-2", "BUG-10", target.minor,
-                        f"pod plugin-and-claim (1 {p.extended_resource_name} on node {node}, where the device plugin "
-                        f"serves it, plus its own claim) is never bound: "
-                        f"{pods.condition(pod, 'PodScheduled').get('message')}")
+        check.known_bug(
+            "MIXED-2",
+            "BUG-10",
+            target.minor,
+            f"pod plugin-and-claim (1 {p.extended_resource_name} on node {node}, where the device plugin "
+            f"serves it, plus its own claim) is never bound: "
+            f"{pods.condition(pod, 'PodScheduled').get('message')}",
+        )
         return
     owned = [c["metadata"]["name"] for c in claims_owned_by(api, pod)]
     seen = helpers.probe(api, p, pod)
-    claimed = sorted(devices_lib.device_ids(api, p).get(d, f"?{d[1]}") for d in pods.claim_devices(api, namespace, claim_name))
+    claimed = sorted(
+        devices_lib.device_ids(api, p).get(d, f"?{d[1]}") for d in pods.claim_devices(api, namespace, claim_name)
+    )
     shown = f"{helpers.pod_state(api, namespace, 'plugin-and-claim')}\nsees {seen}, its claim holds {claimed}"
-    check.that("MIXED-2", helpers.path_of(pod) == "device-plugin" and owned == [],
-               f"{p.extended_resource_name} on node {node} (device plugin running, allocatable > 0) must be served "
-               f"by the device plugin next to the pod's own claim; the pod owns special claims {owned}:\n{shown}")
-    check.that("MIXED-2", set(claimed) <= set(seen) and len(seen) == len(claimed) + 1,
-               f"the container must see its claim's device and one from the device plugin:\n{shown}")
+    check.that(
+        "MIXED-2",
+        helpers.path_of(pod) == "device-plugin" and owned == [],
+        f"{p.extended_resource_name} on node {node} (device plugin running, allocatable > 0) must be served "
+        f"by the device plugin next to the pod's own claim; the pod owns special claims {owned}:\n{shown}",
+    )
+    check.that(
+        "MIXED-2",
+        set(claimed) <= set(seen) and len(seen) == len(claimed) + 1,
+        f"the container must see its claim's device and one from the device plugin:\n{shown}",
+    )
 
 
 @pytest.mark.serial
 @pytest.mark.requirement("MIXED-4")
-def test_where_pods_land_when_both_kinds_of_node_fit(check: Checks, target: Target, namespace: str,
-                                                     workers: Workers) -> None:
+def test_where_pods_land_when_both_kinds_of_node_fit(
+    check: Checks, target: Target, namespace: str, workers: Workers
+) -> None:
     """Nothing prefers a DRA node or a device-plugin node: record where one-device pods land when
     either would do (each is deleted before the next, so both nodes stay equally free)."""
     api, p = target.api, target.profile
@@ -237,6 +312,9 @@ def test_where_pods_land_when_both_kinds_of_node_fit(check: Checks, target: Targ
         with check("MIXED-4", stop=True):
             bound = pods.landing(api, namespace, either)
         landed.append(f"{helpers.path_of(bound)} ({bound['spec']['nodeName']})")
-    check.observe("MIXED-4", f"Kubernetes {target.version.tag}: {MIXED_4_SAMPLES} one-device pods that fit both the "
-                             f"device-plugin node {workers.device_plugin} and the DRA node {workers.dra} were "
-                             f"served by: {', '.join(landed)}")
+    check.observe(
+        "MIXED-4",
+        f"Kubernetes {target.version.tag}: {MIXED_4_SAMPLES} one-device pods that fit both the "
+        f"device-plugin node {workers.device_plugin} and the DRA node {workers.dra} were "
+        f"served by: {', '.join(landed)}",
+    )

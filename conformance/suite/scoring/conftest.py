@@ -4,6 +4,7 @@ default one (clusters/scheduler.py), which scoring pods pick by schedulerName.
 Reconfiguring the scheduler needs the node containers of a kind cluster; on any other cluster
 these tests are `not tested`, with that reason (say so rather than guess what its scheduler scores).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -16,29 +17,38 @@ from clusters.shell import CommandError
 from conformance.lib.profile import Profile
 from conformance.suite.conftest import Target, nodes_on_this_host
 
-MOST_ALLOCATED = "kep5004-most-allocated"    # NodeResourcesFit alone, packing, the DRA-backed name listed
+MOST_ALLOCATED = "kep5004-most-allocated"  # NodeResourcesFit alone, packing, the DRA-backed name listed
 LEAST_ALLOCATED = "kep5004-least-allocated"  # NodeResourcesFit alone, spreading, the DRA-backed name listed
 CPU_MEMORY_ONLY = "kep5004-cpu-memory-only"  # NodeResourcesFit alone, packing, the default resource list
-NO_FIT_SCORE = "kep5004-no-fit-score"        # the default scorers but NodeResourcesFit and BalancedAllocation
+NO_FIT_SCORE = "kep5004-no-fit-score"  # the default scorers but NodeResourcesFit and BalancedAllocation
 # The DRA-backed name outweighs cpu and memory, so that where a pod lands shows whether it was scored.
 NAME_WEIGHT = 100
 
 
 def _fit_only(name: str, strategy: str, resources: list[dict]) -> dict:
-    return {"schedulerName": name,
-            "plugins": {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeResourcesFit", "weight": 1}]}},
-            "pluginConfig": [{"name": "NodeResourcesFit",
-                              "args": {"scoringStrategy": {"type": strategy, "resources": resources}}}]}
+    return {
+        "schedulerName": name,
+        "plugins": {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeResourcesFit", "weight": 1}]}},
+        "pluginConfig": [
+            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": strategy, "resources": resources}}}
+        ],
+    }
 
 
 def scheduler_profiles(profile: Profile) -> list[dict]:
     default_list = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
     with_name = [*default_list, {"name": profile.extended_resource_name, "weight": NAME_WEIGHT}]
-    return [_fit_only(MOST_ALLOCATED, "MostAllocated", with_name),
-            _fit_only(LEAST_ALLOCATED, "LeastAllocated", with_name),
-            _fit_only(CPU_MEMORY_ONLY, "MostAllocated", default_list),
-            {"schedulerName": NO_FIT_SCORE, "plugins": {"score": {"disabled": [
-                {"name": "NodeResourcesFit"}, {"name": "NodeResourcesBalancedAllocation"}]}}}]
+    return [
+        _fit_only(MOST_ALLOCATED, "MostAllocated", with_name),
+        _fit_only(LEAST_ALLOCATED, "LeastAllocated", with_name),
+        _fit_only(CPU_MEMORY_ONLY, "MostAllocated", default_list),
+        {
+            "schedulerName": NO_FIT_SCORE,
+            "plugins": {
+                "score": {"disabled": [{"name": "NodeResourcesFit"}, {"name": "NodeResourcesBalancedAllocation"}]}
+            },
+        },
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +57,10 @@ def scoring_scheduler(request: pytest.FixtureRequest, target: Target, kubeconfig
     try:
         nodes = nodes_on_this_host(target)
     except CommandError as err:
-        pytest.skip(f"not tested: the scoring tests configure kube-scheduler profiles of their own, which "
-                    f"needs a kind cluster on this host ({err})")
+        pytest.skip(
+            f"not tested: the scoring tests configure kube-scheduler profiles of their own, which "
+            f"needs a kind cluster on this host ({err})"
+        )
     scheduler.set_profiles(kubeconfig, nodes, scheduler_profiles(target.profile))
     yield
     if not request.config.getoption("--keep"):

@@ -13,6 +13,7 @@ memory then point to different nodes, so the node a pod lands on tells what was 
   favours it nine times in ten two times in three.
 The pods pick the suite's scheduler profiles (conftest.py) by name; other pods are unaffected.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ SIGNIFICANCE = 0.01
 
 @dataclass(frozen=True)
 class Unequal:
-    seeded: str   # all devices but one in use
+    seeded: str  # all devices but one in use
     ballast: str  # no device in use, a quarter of its cpu requested
 
 
@@ -47,15 +48,17 @@ def unequal(target: Target, module_namespace: str) -> Unequal:
     api, p = target.api, target.profile
     capacity = pods.dra_capacity(api, p.driver)
     if len(capacity) < 2:
-        pytest.skip(f"not tested: scoring needs two nodes with devices of {p.driver}, the cluster has "
-                    f"{capacity or 'none'}")
+        pytest.skip(
+            f"not tested: scoring needs two nodes with devices of {p.driver}, the cluster has {capacity or 'none'}"
+        )
     # The node with fewer devices gets the seed: one free device there still means the fuller node.
     seeded, ballast = sorted(capacity, key=lambda n: (capacity[n], n))[:2]
     if capacity[seeded] < 2:
         pytest.skip(f"not tested: node {seeded} publishes {capacity[seeded]} device; scoring needs two")
     setup = setup_checks("making the nodes unequal")
-    seed = pods.pinned(pods.pod("seed", [pods.container("main", p, {p.extended_resource_name: capacity[seeded] - 1})]),
-                       seeded)
+    seed = pods.pinned(
+        pods.pod("seed", [pods.container("main", p, {p.extended_resource_name: capacity[seeded] - 1})]), seeded
+    )
     cpu = _millicpu(api.get("v1", "Node", ballast)["status"]["allocatable"]["cpu"])
     weight = pods.pinned(pods.pod("ballast", [pods.container("main", p, {}, command=pods.SLEEP)]), ballast)
     weight["spec"]["containers"][0]["resources"] = {"requests": {"cpu": f"{int(cpu * BALLAST_SHARE)}m"}}
@@ -77,16 +80,20 @@ def _landing(target: Target, namespace: str, name: str, scheduler: str) -> str:
 
 
 @pytest.mark.requirement("SCORE-1")
-def test_listed_name_decides_most_and_least_allocated(check: Checks, target: Target, module_namespace: str,
-                                                      unequal: Unequal) -> None:
+def test_listed_name_decides_most_and_least_allocated(
+    check: Checks, target: Target, module_namespace: str, unequal: Unequal
+) -> None:
     name = target.profile.extended_resource_name
     for pod, scheduler, expected, why in (
-            ("packed", MOST_ALLOCATED, unequal.seeded, "MostAllocated packs onto the node whose devices are in use"),
-            ("spread", LEAST_ALLOCATED, unequal.ballast, "LeastAllocated spreads to the node with free devices")):
+        ("packed", MOST_ALLOCATED, unequal.seeded, "MostAllocated packs onto the node whose devices are in use"),
+        ("spread", LEAST_ALLOCATED, unequal.ballast, "LeastAllocated spreads to the node with free devices"),
+    ):
         with check("SCORE-1"):
             node = _landing(target, module_namespace, pod, scheduler)
-            assert node == expected, (f"with {name} among NodeResourcesFit's scored resources, {why} ({expected}); "
-                                      f"pod {pod} landed on {node} (the node with cpu ballast is {unequal.ballast})")
+            assert node == expected, (
+                f"with {name} among NodeResourcesFit's scored resources, {why} ({expected}); "
+                f"pod {pod} landed on {node} (the node with cpu ballast is {unequal.ballast})"
+            )
 
 
 @pytest.mark.requirement("SCORE-1")
@@ -96,20 +103,28 @@ def test_unlisted_name_does_not_count(check: Checks, target: Target, module_name
         node = _landing(target, module_namespace, "cpu-memory", CPU_MEMORY_ONLY)
         assert node == unequal.ballast, (
             f"with the default scored resources (cpu, memory), MostAllocated must follow the cpu ballast on "
-            f"{unequal.ballast}; pod cpu-memory landed on {node}, where {name}'s devices are in use")
+            f"{unequal.ballast}; pod cpu-memory landed on {node}, where {name}'s devices are in use"
+        )
 
 
 @pytest.mark.requirement("SCORE-2")
-def test_other_scorers_give_extended_resources_nothing(check: Checks, target: Target, module_namespace: str,
-                                                       unequal: Unequal) -> None:
+def test_other_scorers_give_extended_resources_nothing(
+    check: Checks, target: Target, module_namespace: str, unequal: Unequal
+) -> None:
     landed = [_landing(target, module_namespace, f"no-fit-{i}", NO_FIT_SCORE) for i in range(NO_FIT_SAMPLES)]
     counts = {node: landed.count(node) for node in (unequal.seeded, unequal.ballast)}
     p_value = tie_p_value(counts[unequal.seeded], NO_FIT_SAMPLES)
-    check.that("SCORE-2", p_value >= SIGNIFICANCE,
-               f"with NodeResourcesFit and BalancedAllocation not scoring, {NO_FIT_SAMPLES} one-device pods landed "
-               f"{counts[unequal.seeded]}x on {unequal.seeded} (all devices but one in use) and "
-               f"{counts[unequal.ballast]}x on {unequal.ballast} (devices free): were the two nodes tied, as they "
-               f"are when no score counts extended resources, so uneven a split has probability {p_value:.4f} "
-               f"(below {SIGNIFICANCE}): a remaining scorer counts the devices")
-    check.observe("SCORE-2", f"{counts[unequal.seeded]} of {NO_FIT_SAMPLES} on the node with its devices in use, "
-                             f"p = {p_value:.3f} for a tie")
+    check.that(
+        "SCORE-2",
+        p_value >= SIGNIFICANCE,
+        f"with NodeResourcesFit and BalancedAllocation not scoring, {NO_FIT_SAMPLES} one-device pods landed "
+        f"{counts[unequal.seeded]}x on {unequal.seeded} (all devices but one in use) and "
+        f"{counts[unequal.ballast]}x on {unequal.ballast} (devices free): were the two nodes tied, as they "
+        f"are when no score counts extended resources, so uneven a split has probability {p_value:.4f} "
+        f"(below {SIGNIFICANCE}): a remaining scorer counts the devices",
+    )
+    check.observe(
+        "SCORE-2",
+        f"{counts[unequal.seeded]} of {NO_FIT_SAMPLES} on the node with its devices in use, "
+        f"p = {p_value:.3f} for a tie",
+    )

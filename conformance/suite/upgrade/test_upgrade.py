@@ -8,6 +8,7 @@ file order: pods with explicit and implicit names started before each move must 
 untouched, pods started after it must get claims and devices, and after the move back deleting
 pods must still garbage-collect their claims.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -33,8 +34,11 @@ def versions(target: Target) -> tuple[KubeVersion, KubeVersion]:
     """(the cluster's version, the pinned neighbour it moves to and back from)."""
     partner = upgrade_partner(target.version)
     if partner is None:
-        pytest.fail(f"the upgrade scenario needs a pinned version one minor away from {target.version.tag} "
-                    "(clusters/versions.env)", pytrace=False)
+        pytest.fail(
+            f"the upgrade scenario needs a pinned version one minor away from {target.version.tag} "
+            "(clusters/versions.env)",
+            pytrace=False,
+        )
     return target.version, partner
 
 
@@ -51,6 +55,7 @@ def move_to(target: Target, kubeconfig: Path, kind_nodes: KindNodes) -> Callable
         assert server.startswith(version.tag), f"the API server reports {server} after moving to {version.tag}"
         # Restarted kubelets drop the driver's ResourceSlices until it registers again.
         driver_setup.wait_published(target.api, target.profile)
+
     return move
 
 
@@ -61,16 +66,27 @@ def start(target: Target, module_namespace: str) -> Callable[[Checks, str, int],
     p = target.profile
 
     def run(check: Checks, prefix: str, count: int) -> list[survivors.Snapshot]:
-        return [survivors.snapshot(scenario.run_pod_and_verify(target, check, module_namespace, pods.pod(
-                    f"{prefix}-{kind}", [pods.container("main", p, {resource: count})]), as_id="UPGRADE-1"))
-                for kind, resource in (("explicit", p.extended_resource_name), ("implicit", p.implicit_resource_name))]
+        return [
+            survivors.snapshot(
+                scenario.run_pod_and_verify(
+                    target,
+                    check,
+                    module_namespace,
+                    pods.pod(f"{prefix}-{kind}", [pods.container("main", p, {resource: count})]),
+                    as_id="UPGRADE-1",
+                )
+            )
+            for kind, resource in (("explicit", p.extended_resource_name), ("implicit", p.implicit_resource_name))
+        ]
+
     return run
 
 
 @pytest.fixture(scope="module")
 def before_move(start, versions) -> list[survivors.Snapshot]:
-    return start(setup_checks(f"starting the pods at {versions[0].tag}, before moving to {versions[1].tag}"),
-                 "before", 2)
+    return start(
+        setup_checks(f"starting the pods at {versions[0].tag}, before moving to {versions[1].tag}"), "before", 2
+    )
 
 
 def _move(versions: tuple[KubeVersion, KubeVersion], back: bool) -> str:
@@ -86,7 +102,8 @@ def moved(before_move, versions, move_to) -> list[survivors.Snapshot]:
 
 @pytest.mark.requirement("UPGRADE-1")
 def test_pods_survive_the_move_to_the_neighbour_and_new_pods_get_claims(
-        check: Checks, target: Target, moved, versions, start, record_property) -> None:
+    check: Checks, target: Target, moved, versions, start, record_property
+) -> None:
     record_property("versions", f"{versions[0].tag} -> {versions[1].tag} -> {versions[0].tag}")
     survivors.check_unchanged(target, check, moved, "UPGRADE-1", _move(versions, back=False))
     moved += start(check, "moved", 1)  # these must come through the move back too
@@ -99,8 +116,9 @@ def moved_back(moved, versions, move_to) -> list[survivors.Snapshot]:
 
 
 @pytest.mark.requirement("UPGRADE-1")
-def test_pods_survive_the_move_back_and_claims_are_collected(check: Checks, target: Target, module_namespace: str,
-                                                             moved_back, versions, start) -> None:
+def test_pods_survive_the_move_back_and_claims_are_collected(
+    check: Checks, target: Target, module_namespace: str, moved_back, versions, start
+) -> None:
     survivors.check_unchanged(target, check, moved_back, "UPGRADE-1", _move(versions, back=True))
     start(check, "back", 1)
     for snap in moved_back:  # pods from before the first move and from between the moves
