@@ -63,12 +63,12 @@ PROFILES ?= fake-gpu,example-gpu
 test: VERSIONS = $(DEFAULT_VERSION)
 test: lint images
 	$(PY) -m pytest -q --k8s-versions $(DEFAULT_VERSION) $(PYTEST_ARGS)
-	$(PY) -m conformance.run --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) --no-faults --no-gate-cycle --no-upgrade $(ARGS)
+	$(PY) -m conformance.runner --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) --no-faults --no-gate-cycle --no-upgrade $(ARGS)
 
 # JOBS versions at once, each with its own clusters (docs/timings.md measures 1 against 3).
 JOBS ?= 3
 conformance: images
-	$(PY) -m conformance.run --profile $(PROFILES) --jobs $(JOBS) $(ARGS)
+	$(PY) -m conformance.runner --profile $(PROFILES) --jobs $(JOBS) $(ARGS)
 
 # A vendor's certification rehearsed on kind with a driver no one here wrote (Kubernetes' DRA test
 # driver, installed by hand; ARGS="--driver example-gpu" for the fake one), the disruptive tests
@@ -76,33 +76,33 @@ conformance: images
 # agree. Default version only.
 vendor-check: VERSIONS = $(DEFAULT_VERSION)
 vendor-check: images
-	$(PY) -m conformance.vendor_check $(ARGS)
+	$(PY) -m conformance.rigs.vendor_check $(ARGS)
 
 # Does the suite catch a broken driver by name? Each fake-driver defect mode, on the default version.
 selfcheck: VERSIONS = $(DEFAULT_VERSION)
 selfcheck: images
-	$(PY) -m conformance.selfcheck $(ARGS)
+	$(PY) -m conformance.rigs.selfcheck $(ARGS)
 
 # Does an interrupted run clean up? SIGINT and SIGTERM at several points of a run, default version.
 interrupts: VERSIONS = $(DEFAULT_VERSION)
 interrupts: images
-	$(PY) -m conformance.interrupts $(ARGS)
+	$(PY) -m conformance.rigs.interrupts $(ARGS)
 
 # How often does each test fail on a healthy cluster? N runs of the main stages on one cluster.
 N ?= 10
 soak: VERSIONS = $(DEFAULT_VERSION)
 soak: images
-	$(PY) -m conformance.soak --runs $(N) $(ARGS)
+	$(PY) -m conformance.rigs.soak --runs $(N) $(ARGS)
 
 # Side-by-side measurements (DRA vs device plugin) on a mixed kind cluster; prints ratios.
 bench: images
-	$(PY) -m conformance.bench $(ARGS)
+	$(PY) -m conformance.rigs.bench $(ARGS)
 
 # Scheduling at scale: kwok plays --nodes fake nodes (default 100 and 1000, 8 GPUs each), a DRA-backed
 # name against a device-plugin-backed one; prints pods/s and ratios, writes a table and a plot.
 scale-bench: VERSIONS = $(DEFAULT_VERSION)
 scale-bench: images
-	$(PY) -m conformance.scale_bench $(ARGS)
+	$(PY) -m conformance.rigs.scale_bench $(ARGS)
 
 clean-clusters: venv
 	$(PY) -m clusters down --all

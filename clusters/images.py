@@ -58,5 +58,5 @@ class BuiltImages:
 
     @property
     def suite(self) -> str:
-        """The conformance suite itself, for in-cluster runs (conformance/incluster.py)."""
+        """The conformance suite itself, for in-cluster runs (conformance/runner/incluster.py)."""
         return self._get("SUITE_IMAGE")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +89,25 @@ def existing_clusters() -> list[str]:
 
 def _cluster_dir(name: str) -> Path:
     return state_dir() / name
+
+
+@contextmanager
+def cluster(
+    spec: ClusterSpec,
+    images: BuiltImages | None = None,
+    keep: bool = False,
+    failure_logs: Path | None = None,
+    stop: Callable[[], None] = lambda: None,
+    priority: int = 1,
+) -> Iterator[Cluster]:
+    """The cluster of `spec` for the block, made or reused as ensure() does, deleted when the
+    block ends, however it ends, unless `keep`."""
+    made = ensure(spec, images, failure_logs=failure_logs, stop=stop, priority=priority)
+    try:
+        yield made
+    finally:
+        if not keep:
+            delete(made.name)
 
 
 def ensure(

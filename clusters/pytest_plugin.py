@@ -28,6 +28,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cluster: needs a real kind cluster (fails, never skips, when none can be made)")
+    config.addinivalue_line("markers", "serial: changes nodes, drivers, gates or versions; never run in parallel")
+
+
 def selected_versions(config: pytest.Config) -> list[KubeVersion]:
     wanted = config.getoption("--k8s-versions")
     return [resolve(v) for v in wanted.split(",")] if wanted else supported_versions()
@@ -40,10 +45,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _cluster(request: pytest.FixtureRequest, topology: str, version: KubeVersion) -> Iterator[Cluster]:
-    cluster = lifecycle.ensure(ClusterSpec(topology, version))
-    yield cluster
-    if not request.config.getoption("--keep"):
-        lifecycle.delete(cluster.name)
+    with lifecycle.cluster(ClusterSpec(topology, version), keep=request.config.getoption("--keep")) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 
 Configuration only (`defects:` in the driver's config file or FAKE_GPU_DEFECTS=a,b), off by
 default; each one breaks a single promise a DRA driver makes. `make selfcheck` deploys the
-driver with each defect and requires the requirement IDs listed in conformance/selfcheck.py
+driver with each defect and requires the requirement IDs listed in conformance/rigs/selfcheck.py
 to fail, and nothing else.
 """
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The conformance suite as an image, for running it inside the cluster it certifies (the Job of
-# `python -m conformance.incluster manifest`, hydrophone, a sonobuoy plugin): the shared
+# `python -m conformance.runner.incluster manifest`, hydrophone, a sonobuoy plugin): the shared
 # userland (python3, sh, cat), the suite's runtime wheels at the versions pinned in
 # pyproject.toml, and the project laid out as a checkout. Prints the tag.
 source "$(dirname "$0")/lib.sh"
@@ -27,11 +27,11 @@ RUN chmod -R a+rX /opt/site-packages /opt/kep5004
 ENV PYTHONPATH=/opt/site-packages:/opt/kep5004 PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
     HOME=/tmp KEP5004_CACHE=/tmp/kep5004-cache RESULTS_DIR=/tmp/results
 WORKDIR /opt/kep5004
-ENTRYPOINT ["python3", "-m", "conformance.incluster", "entrypoint"]
+ENTRYPOINT ["python3", "-m", "conformance.runner.incluster", "entrypoint"]
 DOCKERFILE
 build_from_context "$tag" "$hash" "$ctx"
 # A module the entrypoints import but the image lacks fails the build, not a vendor's Job.
-docker run --rm --network none --entrypoint python3 "$tag" -c 'import conformance.incluster, conformance.run' >&2 \
+docker run --rm --network none --entrypoint python3 "$tag" -c 'import conformance.runner.incluster, conformance.runner.run' >&2 \
   || { docker rmi -f "$tag" >/dev/null; die "suite image $tag cannot import the suite"; }
 log "suite image $tag: built"
 echo "$tag"

@@ -9,11 +9,12 @@ from pathlib import Path
 from conformance.catalogue import CATALOGUE_PATH, load
 from conformance.catalogue.markdown import render
 from conformance.catalogue.spec import FROZEN_PATH, compare, format_frozen, parse_spec, read_frozen
-from conformance.invocation import prog
+
+PROG = "python -m conformance.catalogue"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=prog("conformance.catalogue"), description=__doc__)
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("--catalogue", type=Path, default=CATALOGUE_PATH, help="catalogue YAML (default: %(default)s)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("check", help="validate the catalogue and compare it with the frozen spec ID list")

@@ -50,14 +50,14 @@ def table(summaries: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], prog: str = "python -m conformance.report.coverage") -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
     try:
         summaries = [json.loads(Path(p).read_text()) for p in argv]
     except (OSError, ValueError) as err:
-        print(f"coverage: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     sys.stdout.write(table(summaries))
     return 0

@@ -16,8 +16,10 @@ import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conformance.invocation import prog, wrote
 from conformance.report import coverage, junit, summary
+from conformance.report.command import wrote
+
+PROG = "python -m conformance.report.merge"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 
 class MergeError(ValueError):
@@ -58,10 +60,8 @@ def merge(out: Path, bundles: list[Path]) -> list[Path]:
     return [out / "coverage.md", out / "junit.xml"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog=prog("conformance.report.merge"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", type=Path, help="where the unpacked reports, coverage.md and junit.xml go")
     p.add_argument("bundles", type=Path, nargs="+", help="results bundles (<target>.tar.gz) of runs")
     args = p.parse_args(argv)

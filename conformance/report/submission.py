@@ -17,10 +17,12 @@ from pathlib import Path
 
 import yaml
 
-from conformance.invocation import prog, wrote
 from conformance.lib import profile as profiles
 from conformance.report import junit
+from conformance.report.command import wrote
 from conformance.report.summary import read, read_records
+
+PROG = "python -m conformance.report.submission"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 FILES = ("PRODUCT.yaml", "README.md", "e2e.log", "junit_01.xml", "summary.md")
 
@@ -88,9 +90,9 @@ def write(report: Path, dest: Path, profile: profiles.Profile | None = None) -> 
     return [dest / name for name in FILES]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     p = argparse.ArgumentParser(
-        prog=prog("conformance.report.submission"),
+        prog=prog,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

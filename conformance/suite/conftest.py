@@ -2,7 +2,7 @@
 version applicability and diagnostics on failure.
 
 The suite always targets an existing cluster (--kubeconfig or KUBECONFIG); `python -m
-conformance.run` makes kind clusters and deploys the fake driver before calling it.
+conformance.runner` makes kind clusters and deploys the fake driver before calling it.
 """
 
 from __future__ import annotations

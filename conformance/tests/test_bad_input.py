@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import guarded
-from conformance.invocation import prog
+from conformance.runner.errors import guarded
 
 # A docker that answers `info` as an engine would (or as one that is down) and logs each call.
 STUB = """#!/bin/sh
@@ -33,32 +32,32 @@ UP, DOWN, ABSENT = "up", "down", "absent"
 
 # (module and arguments, the engine, words the error line must hold)
 MATRIX = [
-    (["conformance.run", "--k8s-versions", "v9.9"], UP, ["'v9.9' is not pinned"]),
-    (["conformance.run", "--feature-gates", "DRAExtendedResource"], UP, ["NAME=true|false"]),
-    (["conformance.run", "--feature-gates", "DRAExtendedResource=maybe"], UP, ["DRAExtendedResource=maybe"]),
-    (["conformance.run", "--profile", "nope"], UP, ["profile 'nope' not found"]),
-    (["conformance.run"], DOWN, ["no Docker engine answers", "make host"]),
-    (["conformance.run"], ABSENT, ["docker is not installed"]),
-    (["conformance.run"], UP, ["images", "make images"]),
+    (["conformance.runner.run", "--k8s-versions", "v9.9"], UP, ["'v9.9' is not pinned"]),
+    (["conformance.runner.run", "--feature-gates", "DRAExtendedResource"], UP, ["NAME=true|false"]),
+    (["conformance.runner.run", "--feature-gates", "DRAExtendedResource=maybe"], UP, ["DRAExtendedResource=maybe"]),
+    (["conformance.runner.run", "--profile", "nope"], UP, ["profile 'nope' not found"]),
+    (["conformance.runner.run"], DOWN, ["no Docker engine answers", "make host"]),
+    (["conformance.runner.run"], ABSENT, ["docker is not installed"]),
+    (["conformance.runner.run"], UP, ["images", "make images"]),
     (["clusters", "up", "--version", "1.99"], UP, ["'1.99' is not pinned"]),
     (["clusters", "up", "--feature-gates", "x=y=z"], UP, ["NAME=true|false"]),
     (["clusters", "up"], DOWN, ["no Docker engine answers"]),
-    (["conformance.bench", "--version", "1.2"], UP, ["'1.2' is not pinned"]),
-    (["conformance.bench"], DOWN, ["no Docker engine answers"]),
-    (["conformance.bench"], UP, ["make images"]),
-    (["conformance.soak", "--k8s-version", "1.2"], UP, ["'1.2' is not pinned"]),
-    (["conformance.soak", "--profile", "nope"], UP, ["profile 'nope' not found"]),
-    (["conformance.soak"], DOWN, ["no Docker engine answers"]),
-    (["conformance.selfcheck", "--k8s-version", "9"], UP, ["'9' is not pinned"]),
-    (["conformance.selfcheck", "--defects", "no-such-defect"], UP, ["unknown defects no-such-defect"]),
-    (["conformance.selfcheck"], DOWN, ["no Docker engine answers"]),
+    (["conformance.rigs.bench", "--version", "1.2"], UP, ["'1.2' is not pinned"]),
+    (["conformance.rigs.bench"], DOWN, ["no Docker engine answers"]),
+    (["conformance.rigs.bench"], UP, ["make images"]),
+    (["conformance.rigs.soak", "--k8s-version", "1.2"], UP, ["'1.2' is not pinned"]),
+    (["conformance.rigs.soak", "--profile", "nope"], UP, ["profile 'nope' not found"]),
+    (["conformance.rigs.soak"], DOWN, ["no Docker engine answers"]),
+    (["conformance.rigs.selfcheck", "--k8s-version", "9"], UP, ["'9' is not pinned"]),
+    (["conformance.rigs.selfcheck", "--defects", "no-such-defect"], UP, ["unknown defects no-such-defect"]),
+    (["conformance.rigs.selfcheck"], DOWN, ["no Docker engine answers"]),
 ]
 
 # argparse's own refusals: its usage line, then the one error line.
 ARGPARSE = [
-    (["conformance.bench", "--pods", "0"], ["--pods must be 1..100"]),
-    (["conformance.soak", "--runs", "1"], ["--runs must be at least 2"]),
-    (["conformance.run", "--parallel", "two"], ["--parallel: invalid int value"]),
+    (["conformance.rigs.bench", "--pods", "0"], ["--pods must be 1..100"]),
+    (["conformance.rigs.soak", "--runs", "1"], ["--runs must be at least 2"]),
+    (["conformance.runner.run", "--parallel", "two"], ["--parallel: invalid int value"]),
 ]
 
 
@@ -83,7 +82,7 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
         module, args = argv[0], argv[1:] + (["--out", str(tmp_path / "out")] if argv[0] != "clusters" else [])
         entry = importlib.import_module(module if module != "clusters" else "clusters.__main__").main
         try:
-            code = guarded(entry, args, prog(module))
+            code = guarded(entry, args, f"python -m {module}")
         except SystemExit as exited:  # argparse's refusals
             code = exited.code
         return code, capsys.readouterr().err

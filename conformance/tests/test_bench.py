@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance import bench
-from conformance.bench import MECHANISMS, Batch, bench_pod, plot, summarise
 from conformance.lib.profile import load
+from conformance.rigs import bench
+from conformance.rigs.bench import MECHANISMS, Batch, bench_pod, plot, summarise
 
 
 def _batches() -> list[Batch]:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from clusters.paths import REPO_ROOT
-from conformance import byo
 from conformance.lib.workloads import manifest_problems
+from conformance.runner import byo
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n"
 

@@ -3,10 +3,10 @@ profile in every command, and everything an installed copy reads shipped with it
 
 from __future__ import annotations
 
-import configparser
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from clusters.paths import IN_CHECKOUT, REPO_ROOT
-from conformance import cli, run
+from conformance import cli
+from conformance.runner import run, stages
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-INSTALLED_INI = REPO_ROOT / "conformance" / "suite" / "pytest-installed.ini"
 
 
 def tool(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -49,8 +49,9 @@ def test_the_script_entry_point_is_cli_main():
 def test_help_lists_every_command(capsys):
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
-    for name in ("run", "byo", "selfcheck", "coverage", "catalogue"):
+    for name in ("run", "byo", "incluster", "coverage", "catalogue"):
         assert f"\n  {name} " in out
+    assert "selfcheck" not in out, "the project's rigs are make targets of a checkout, not commands of the tool"
 
 
 def test_no_command_prints_usage_and_exits_2(capsys):
@@ -71,7 +72,7 @@ def test_every_command_has_a_main(name):
 
 def test_a_command_gets_the_rest_of_the_arguments(monkeypatch):
     seen = []
-    monkeypatch.setattr(run, "main", lambda argv: seen.append(argv) or 7)
+    monkeypatch.setattr(run, "main", lambda argv, prog: seen.append(argv) or 7)
     assert cli.main(["run", "--no-mixed", "-k", "x"]) == 7
     assert seen == [["--no-mixed", "-k", "x"]]
 
@@ -120,9 +121,7 @@ def test_byo_with_an_unusable_kubeconfig_is_one_line(tmp_path, text, words):
     one_line_error(tool("byo", "workloads", "--kubeconfig", "kubeconfig", cwd=tmp_path), *words)
 
 
-@pytest.mark.parametrize(
-    "command", [["run"], ["run", "--kubeconfig", "kubeconfig"], ["byo", "workloads"], ["selfcheck"]]
-)
+@pytest.mark.parametrize("command", [["run"], ["run", "--kubeconfig", "kubeconfig"], ["byo", "workloads"]])
 def test_an_unknown_profile_is_one_line_in_every_command(tmp_path, command):
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\n")
     (tmp_path / "workloads").mkdir()
@@ -138,13 +137,13 @@ def test_an_unknown_profile_is_one_line_in_every_command(tmp_path, command):
 
 def test_an_invalid_profile_names_each_problem(tmp_path):
     (tmp_path / "bad.yaml").write_text("name: bad\n")
-    proc = tool("selfcheck", "--profile", "bad.yaml", cwd=tmp_path)
+    proc = tool("run", "--profile", "bad.yaml", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "bad.yaml: " in proc.stderr and "problem(s)" in proc.stderr
 
 
 def test_a_bug_still_shows_its_traceback(monkeypatch):
-    def broken(argv):
+    def broken(argv, prog):
         raise KeyError("bug")
 
     monkeypatch.setattr(run, "main", broken)
@@ -158,7 +157,9 @@ def test_run_makes_paths_absolute_before_the_suite_runs_elsewhere(monkeypatch, t
     seen = {}
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.yaml").write_text((REPO_ROOT / "fixtures" / "profiles" / "fake-gpu.yaml").read_text())
-    monkeypatch.setattr(run, "on_kind", lambda args, chosen: seen.update(vars(args), chosen=chosen) or 0)
+    monkeypatch.setattr(
+        run, "on_kind", lambda options, chosen, interrupts: seen.update(vars(options), chosen=chosen) or (True, [])
+    )
     assert run.main(["--profile", "p.yaml,example-gpu", "--out", "reports-here"]) == 0
     assert seen["out"] == tmp_path / "reports-here"
     assert [arg for arg, _ in seen["chosen"]] == [str(tmp_path / "p.yaml"), "example-gpu"]
@@ -170,11 +171,11 @@ def test_run_makes_paths_absolute_before_the_suite_runs_elsewhere(monkeypatch, t
 def test_reports_go_to_the_checkout_or_the_current_directory(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run, "on_kind", lambda args, profile: seen.update(vars(args)) or 0)
+    monkeypatch.setattr(run, "on_kind", lambda options, chosen, interrupts: seen.update(vars(options)) or (True, []))
     run.main([])
     assert IN_CHECKOUT
     assert seen["out"] == REPO_ROOT / "reports"
-    assert run.PYTEST_CONFIG == []  # a checkout's pytest finds pyproject.toml and conftest.py itself
+    assert stages.PYTEST_CONFIG == []  # a checkout's pytest finds pyproject.toml and conftest.py itself
 
 
 def data_files() -> set[Path]:
@@ -207,49 +208,66 @@ def test_every_data_file_is_shipped_as_package_data():
         "conformance/catalogue/spec_ids.txt",
         "clusters/versions.env",
         "fake_driver/probe/fake-gpu-probe",
-        "conformance/suite/pytest-installed.ini",
     ):
         assert Path(needed) in shipped
 
 
-def test_installed_suite_settings_agree_with_the_checkout():
-    ini = configparser.ConfigParser()
-    ini.read(INSTALLED_INI)
-    checkout = PYPROJECT["tool"]["pytest"]["ini_options"]
-    assert ini["pytest"]["addopts"].split() == [*checkout["addopts"].split(), "-p", "clusters.pytest_plugin"]
-    assert [m.strip() for m in ini["pytest"]["markers"].strip().splitlines()] == checkout["markers"]
-    assert int(ini["pytest"]["timeout"]) == checkout["timeout"]
-    root_conftest = {}
-    exec((REPO_ROOT / "conftest.py").read_text(), root_conftest)
-    assert root_conftest["pytest_plugins"] == ["clusters.pytest_plugin"]
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project as pip installs it (a copy of the tree built into a directory of its own, with
+    its metadata and entry points), without dependencies: those are this interpreter's."""
+    where = tmp_path_factory.mktemp("installed")
+    source = where / "source"
+    shutil.copytree(
+        REPO_ROOT,
+        source,
+        ignore=shutil.ignore_patterns(".git", "reports", "build", "*.egg-info", "__pycache__", ".pytest_cache"),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index"]
+        + ["--target", str(where / "site"), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return where / "site"
 
 
-def test_installed_suite_collects_the_same_tests_from_anywhere(tmp_path):
-    """What the runner passes when installed (no pyproject.toml around): same tests, same ids,
-    and the cluster plugin's options (--keep) known."""
-    installed = json.loads(
+def test_the_installed_tool_ships_no_rig_and_no_test(installed):
+    assert (installed / "conformance" / "runner" / "run.py").is_file()
+    assert not (installed / "conformance" / "rigs").exists()
+    assert not list(installed.glob("*/tests")) and not list(installed.glob("*/*/tests"))
+
+
+def test_installed_suite_collects_the_same_tests_from_anywhere(installed, tmp_path):
+    """What the runner passes when installed (no pyproject.toml or root conftest.py around): the
+    same tests and ids, the cluster plugin's options (--keep) and markers known through its
+    pytest11 entry point, whatever pytest configuration the directory above holds."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --no-such-option\n")  # a user's own project
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    config = json.loads(
         subprocess.check_output(
             [
                 sys.executable,
                 "-c",
-                "import json, clusters.paths as p; p.IN_CHECKOUT = False; "
-                "from conformance import run; print(json.dumps(run.PYTEST_CONFIG))",
+                "import json; from conformance.runner import stages; print(json.dumps(stages.PYTEST_CONFIG))",
             ],
             cwd=tmp_path,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            env=env,
         )
     )
-    assert installed == ["-c", str(INSTALLED_INI), f"--rootdir={REPO_ROOT}"]
+    assert config == ["-c", os.devnull, f"--rootdir={installed}"]
 
-    def collect(config: list[str], cwd: Path) -> list[str]:
+    def collect(config: list[str], suite: Path, cwd: Path, env: dict[str, str]) -> list[str]:
         proc = subprocess.run(
             [
                 sys.executable,
                 "-m",
                 "pytest",
                 *config,
-                str(run.SUITE),
+                *stages.STAGE_OPTIONS,
+                str(suite),
                 "-p",
                 "no:cacheprovider",
                 "--collect-only",
@@ -262,19 +280,18 @@ def test_installed_suite_collects_the_same_tests_from_anywhere(tmp_path):
             capture_output=True,
             text=True,
             timeout=300,
-            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            env=env,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return [line for line in proc.stdout.splitlines() if "::" in line]
 
-    ids = collect(installed, tmp_path)
-    assert ids and ids == collect([], REPO_ROOT)
+    ids = collect(config, installed / "conformance" / "suite", tmp_path, env)
+    assert ids and ids == collect([], stages.SUITE, REPO_ROOT, {**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     assert all(i.startswith("conformance/suite/") for i in ids)
 
 
-@pytest.mark.parametrize("command", ["run", "byo", "selfcheck", "catalogue"])
-def test_command_help_names_the_installed_tool(command, capsys, monkeypatch):
-    monkeypatch.setattr("conformance.invocation._command", None)  # restored after the test
+@pytest.mark.parametrize("command", ["run", "byo", "incluster", "catalogue"])
+def test_command_help_names_the_installed_tool(command, capsys):
     with pytest.raises(SystemExit) as done:
         cli.main([command, "--help"])
     assert done.value.code == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.fanout import Fanout
+from conformance.runner.fanout import Fanout
 
 
 def py(code: str) -> list[str]:

@@ -11,10 +11,10 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from clusters.paths import REPO_ROOT
-from conformance import incluster
 from conformance.lib import permissions
 from conformance.lib import profile as profiles
 from conformance.lib.profile import PROFILES_DIR
+from conformance.runner import incluster
 
 EXAMPLE = PROFILES_DIR / "example-gpu.yaml"
 
@@ -66,20 +66,23 @@ def test_focus_and_skip_become_one_selection(env, expected):
 
 
 def test_extra_args_may_name_the_profile(tmp_path):
-    args = incluster.run_arguments(
+    options = incluster.run_options(
         {"E2E_EXTRA_ARGS": "--profile=example-gpu --timeout-scale=2"}, tmp_path / "k", tmp_path
     )
-    assert args[-2:] == ["--profile=example-gpu", "--timeout-scale=2"] and "--profile" not in args
-    assert incluster.run_arguments({"KEP5004_PROFILE": "/p.yaml"}, tmp_path / "k", tmp_path)[-2:] == [
-        "--profile",
-        "/p.yaml",
-    ]
+    assert (options.profile, options.timeout_scale) == ("example-gpu", 2.0)
+    assert incluster.run_options({"KEP5004_PROFILE": "/p.yaml"}, tmp_path / "k", tmp_path).profile == "/p.yaml"
+
+
+def test_extra_args_that_make_no_run_stop_the_job_with_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        incluster.run_options({"E2E_EXTRA_ARGS": "--jobs 0"}, tmp_path / "k", tmp_path)
+    assert stopped.value.code == 2 and "--jobs must be at least 1" in capsys.readouterr().err
 
 
 def test_entrypoint_writes_what_hydrophone_and_sonobuoy_collect(monkeypatch, tmp_path, capsys):
     """A stand-in run: the results directory gets e2e.log (opening with the spec count), junit_01.xml,
     the tarball and `done`; stdout ends with the verdicts and the line hydrophone waits for."""
-    monkeypatch.setattr(incluster, "count_tests", lambda args: 3)
+    monkeypatch.setattr(incluster, "count_tests", lambda options: 3)
 
     def fake_run(cmd, **kwargs):
         out = Path(cmd[cmd.index("--out") + 1]) / "existing"
@@ -157,7 +160,7 @@ def test_fetch_without_the_job_is_one_line_not_an_hour_of_waiting(tmp_path, caps
 
 
 def test_vendor_check_counts_what_the_suite_left_but_not_the_driver_pods_it_rolled():
-    from conformance.vendor_check import left_behind
+    from conformance.rigs.vendor_check import left_behind
 
     before = {"Pod": ["fake-gpu-driver/dra-a", "kube-system/x"], "Namespace": ["default"]}
     after = {"Pod": ["fake-gpu-driver/dra-b", "kube-system/x", "kep5004-1/p"], "Namespace": ["default", "kep5004-1"]}
@@ -166,7 +169,7 @@ def test_vendor_check_counts_what_the_suite_left_but_not_the_driver_pods_it_roll
 
 
 def test_a_rehearsal_holds_only_where_the_suite_fails_exactly_the_driver_known_defects():
-    from conformance.vendor_check import against_known_defects
+    from conformance.rigs.vendor_check import against_known_defects
 
     known = {"KUBELET-1": "leaks after a restart"}
     assert not any(against_known_defects({"KUBELET-1": "failed", "NAME-1": "passed"}, known).values())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.interrupts import interrupted_stage
+from conformance.rigs.interrupts import interrupted_stage
 
 
 def summary(out: Path, report: str, stages: list[dict]) -> None:

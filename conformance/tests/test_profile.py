@@ -75,7 +75,7 @@ def test_patterns_names_and_defects_are_checked_beyond_the_schema(tmp_path):
 
 
 def test_unknown_fake_driver_defects_are_refused_before_anything_is_made(tmp_path):
-    from conformance.run import load_profiles
+    from conformance.runner.options import load_profiles
 
     doc = base()
     doc["fakeDriver"]["defects"] = ["no-such-defect"]

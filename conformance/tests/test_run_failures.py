@@ -5,13 +5,28 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from clusters import capacity, lifecycle
 from clusters.images import BuiltImages
-from conformance import run
+from clusters.paths import REPO_ROOT
+from conformance.lib import driver_setup, permissions
+from conformance.runner import driver, existing, kind_mode
+from conformance.runner.fanout import Fanout
+from conformance.runner.options import RunOptions, parse
+from conformance.runner.plan import Step, run_lanes
+from conformance.runner.run import run
+from conformance.runner.stages import Stages
+from conformance.runner.stopping import Interrupts, stop_process_group
+from kube.api import Api
+
+MAIN_ONLY = dict(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
 
 
 class FakeCluster:
@@ -43,33 +58,22 @@ def kind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
             raise state["driver_error"]
         return True
 
-    monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({})))
-    monkeypatch.setattr(run, "require_engine", lambda: None)
+    monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({"DRIVER_IMAGE": "driver:1"})))
+    monkeypatch.setattr(kind_mode, "require_engine", lambda: None)
     # The runner hands its cluster budget on through the environment: undone after the test.
     monkeypatch.setattr(capacity, "_budget", None)
     for name in (capacity.MAX_CLUSTERS_ENV, capacity.CREATE_AT_ONCE_ENV):
         monkeypatch.setenv(name, "")
     monkeypatch.setattr(lifecycle, "ensure", ensure)
     monkeypatch.setattr(lifecycle, "delete", lambda name: state["deleted"].append(name))
-    monkeypatch.setattr(run, "install_and_check_driver", install)
-    monkeypatch.setattr(run, "main_stages", lambda kubeconfig, args, out: list(state["codes"]))
+    monkeypatch.setattr(driver, "install_and_check", install)
+    monkeypatch.setattr(Stages, "main", lambda stages, kubeconfig, report: list(state["codes"]))
     state["out"] = tmp_path
     return state
 
 
 def run_kind(state: dict) -> int:
-    return run.main(
-        [
-            "--k8s-versions",
-            "1.37",
-            "--no-mixed",
-            "--no-faults",
-            "--no-gate-cycle",
-            "--no-upgrade",
-            "--out",
-            str(state["out"]),
-        ]
-    )
+    return run(RunOptions(k8s_versions=("1.37",), out=state["out"], **MAIN_ONLY)).code
 
 
 def stages(state: dict) -> list[dict]:
@@ -109,31 +113,16 @@ def test_profiles_take_turns_on_one_cluster_each_with_its_own_report(kind, monke
     removed = []
     monkeypatch.setattr(BuiltImages, "load", classmethod(lambda cls: cls({"DRIVER_IMAGE": "driver:1"})))
     monkeypatch.setattr(
-        run.driver_setup.cleanup, "sweep", lambda api: removed.append("the tests' objects") or ["Namespace/kep5004-x"]
+        driver_setup.cleanup, "sweep", lambda api: removed.append("the tests' objects") or ["Namespace/kep5004-x"]
     )
     monkeypatch.setattr(
-        run.driver_setup, "uninstall_fake_driver", lambda kubectl, profile, image: removed.append(profile.name)
+        driver_setup, "uninstall_fake_driver", lambda kubectl, profile, image: removed.append(profile.name)
     )
     monkeypatch.setattr(
-        run, "main_stages", lambda kubeconfig, args, report: [0 if report.profile.name == "fake-gpu" else 1]
+        Stages, "main", lambda stages, kubeconfig, report: [0 if report.profile.name == "fake-gpu" else 1]
     )
-    assert (
-        run.main(
-            [
-                "--k8s-versions",
-                "1.37",
-                "--no-mixed",
-                "--no-faults",
-                "--no-gate-cycle",
-                "--no-upgrade",
-                "--profile",
-                "fake-gpu,example-gpu",
-                "--out",
-                str(kind["out"]),
-            ]
-        )
-        == 1
-    )
+    options = RunOptions(k8s_versions=("1.37",), profile="fake-gpu,example-gpu", out=kind["out"], **MAIN_ONLY)
+    assert run(options).code == 1
     assert [c.name for c in kind["clusters"]] == ["kep5004-dra-137"] and kind["deleted"] == ["kep5004-dra-137"]
     # what the first profile's tests made goes first: a pod terminating without its driver stays for good
     assert removed == ["the tests' objects", "fake-gpu"], (
@@ -156,41 +145,36 @@ def test_interrupt_writes_a_partial_summary_deletes_and_exits_130(kind):
 
 def test_existing_cluster_mode_needs_a_profile_and_installs_nothing_unasked(monkeypatch, tmp_path, capsys):
     kubeconfig = tmp_path / "kubeconfig"
-    assert run.main(["--kubeconfig", str(kubeconfig)]) == 2
-    assert "--kubeconfig needs --profile" in capsys.readouterr().err
-    monkeypatch.setattr(run.driver_setup, "deploy_fake_driver", lambda *a: pytest.fail("nothing may be installed"))
-    assert run.main(["--kubeconfig", str(kubeconfig), "--profile", "fake-gpu"]) == 2  # no such cluster
+    with pytest.raises(SystemExit) as stopped:
+        parse(["--kubeconfig", str(kubeconfig)], "run")
+    assert stopped.value.code == 2 and "--kubeconfig needs --profile" in capsys.readouterr().err
+    monkeypatch.setattr(driver_setup, "deploy_fake_driver", lambda *a: pytest.fail("nothing may be installed"))
+    assert run(RunOptions(kubeconfig=kubeconfig, profile="fake-gpu")).code == 2  # no such cluster
     assert "judging it as installed by hand" in capsys.readouterr().err
-    assert run.main(["--kubeconfig", str(kubeconfig), "--profile", "fake-gpu,example-gpu"]) == 2
+    assert run(RunOptions(kubeconfig=kubeconfig, profile="fake-gpu,example-gpu")).code == 2
     assert "--kubeconfig takes one profile" in capsys.readouterr().err
 
 
 def test_missing_permissions_are_named_before_anything_is_created(monkeypatch, tmp_path, capsys):
-    from conformance.lib import permissions
-
-    monkeypatch.setattr(run.Api, "server_version", lambda self: "v1.37.2")
+    monkeypatch.setattr(Api, "server_version", lambda self: "v1.37.2")
     monkeypatch.setattr(permissions, "_allowed", lambda api, p: p.resource != "deviceclasses" or p.verb != "create")
-    monkeypatch.setattr(run, "fresh", lambda out: pytest.fail("nothing may be created"))
+    monkeypatch.setattr(existing, "fresh", lambda out: pytest.fail("nothing may be created"))
     profile = tmp_path / "vendor.yaml"
     profile.write_text(
-        (run.REPO_ROOT / "fixtures/profiles/fake-gpu.yaml")
+        (REPO_ROOT / "fixtures/profiles/fake-gpu.yaml")
         .read_text()
         .replace("deploy: fake-driver", "deploy: preinstalled")
     )
-    assert run.main(["--kubeconfig", str(tmp_path / "kubeconfig"), "--profile", str(profile)]) == 2
+    assert run(RunOptions(kubeconfig=tmp_path / "kubeconfig", profile=str(profile))).code == 2
     assert "lack 1 permission(s) the suite needs: create deviceclasses.resource.k8s.io" in capsys.readouterr().err
 
 
 def test_an_interrupted_stage_stops_its_whole_process_group():
     """pytest's xdist workers are children of the stage's pytest: all of them must stop, or they
     go on creating namespaces after the runner swept the cluster."""
-    import signal
-    import subprocess
-    import time
-
     stage = subprocess.Popen(["sh", "-c", "trap '' INT; sleep 300 & sleep 300 & wait"], start_new_session=True)
     time.sleep(0.5)
-    run.stop_process_group(stage, grace=1)
+    stop_process_group(stage, grace=1)
     time.sleep(0.2)
     assert not _running_in_group(stage.pid), "processes of the stage's group survived"
     assert stage.returncode == -signal.SIGKILL
@@ -218,78 +202,77 @@ def test_jobs_hands_each_version_to_a_run_of_its_own_and_fails_when_one_fails(ki
         handed.update(commands)
         return {"v1.37.2": 0, "v1.36.3": 1}
 
-    monkeypatch.setattr(run.Fanout, "run", fan_out)
+    monkeypatch.setattr(Fanout, "run", fan_out)
     monkeypatch.chdir(kind["out"])
-    args = ["--k8s-versions", "1.37,1.36", "--jobs", "2", "--no-mixed", "--out", "rel"]
-    assert run.main(args) == 1
+    options = RunOptions(k8s_versions=("1.37", "1.36"), jobs=2, no_mixed=True, out=Path("rel"))
+    assert run(options).code == 1
     assert sorted(handed) == ["v1.36.3", "v1.37.2"]
-    # The user's arguments, then this version alone, one job, the report root made absolute.
-    assert handed["v1.36.3"][-len(args) - 6 :] == [
-        *args,
-        "--k8s-versions",
-        "v1.36.3",
-        "--jobs",
-        "1",
-        "--out",
-        str(Path("rel").absolute()),
-    ]
+    # The same options, for this version alone and one job; the report root absolute.
+    assert handed["v1.36.3"][3] == "conformance.runner"
+    child = parse(handed["v1.36.3"][4:], "run")
+    assert child == options.but(k8s_versions=("v1.36.3",), jobs=1)
+    assert child.out == Path("rel").absolute()
     assert kind["clusters"] == [], "the parent makes no cluster itself"
     assert (Path("rel") / "coverage.md").exists()
 
 
-@pytest.fixture
-def lanes_state():
-    yield
-    run.STOPPING.clear()
+def test_options_survive_the_command_line_a_child_run_gets():
+    options = RunOptions(
+        profile="fake-gpu,example-gpu",
+        k8s_versions=("v1.36.3",),
+        feature_gates="DRAExtendedResource=false",
+        max_clusters=3,
+        timeout_scale=2.5,
+        k="not scoring and not (quota)",
+        keep=True,
+    )
+    assert parse(options.to_argv(), "run") == options
+    on_existing = RunOptions(kubeconfig=Path("k"), profile="p.yaml", install_fake_driver=True)
+    assert parse(on_existing.to_argv(), "run") == on_existing and not on_existing.disruptive
+    assert RunOptions().disruptive, "kind clusters are the suite's own: the disruptive tests always run"
 
 
-def step(name: str) -> run.Step:
-    return run.Step(name, lambda kubeconfig, args, report: [0], True)
+def step(name: str) -> Step:
+    return Step(name, lambda stages, kubeconfig, report: [0], True)
 
 
-def test_lanes_run_at_once_and_every_step_runs_after_a_failure(lanes_state):
-    import threading
-
+def test_lanes_run_at_once_and_every_step_runs_after_a_failure():
     other_started, ran = threading.Event(), []
 
-    def run_step(s: run.Step) -> bool:
+    def run_step(s: Step) -> bool:
         if s.topology == "dra":  # the first lane waits for the second one to be under way
             assert other_started.wait(10), "the second lane did not start alongside the first"
         other_started.set()
         ran.append(s.topology)
         return s.topology != "mixed"
 
-    assert run.run_lanes([[step("dra"), step("mixed")], [step("in-place")]], run_step) is False
+    assert run_lanes([[step("dra"), step("mixed")], [step("in-place")]], run_step, Interrupts()) is False
     assert sorted(ran) == ["dra", "in-place", "mixed"]
 
 
-def test_an_interrupt_in_the_first_lane_stops_the_others_before_their_next_step(lanes_state):
-    import threading
+def test_an_interrupt_in_the_first_lane_stops_the_others_before_their_next_step():
+    second_running, ran, interrupts = threading.Event(), [], Interrupts()
 
-    second_running, ran = threading.Event(), []
-
-    def run_step(s: run.Step) -> bool:
+    def run_step(s: Step) -> bool:
         if s.topology == "dra":
             second_running.wait(10)
             raise KeyboardInterrupt
         second_running.set()
-        while not run.STOPPING.is_set():  # a stage, until the main thread stops it
+        while not interrupts.stopping:  # a stage, until the main thread stops it
             threading.Event().wait(0.01)
         ran.append(s.topology)
-        run.stop_if_stopping()
+        interrupts.check()
         ran.append("never")
         return True
 
     with pytest.raises(KeyboardInterrupt):
-        run.run_lanes([[step("dra")], [step("faults"), step("upgrade")]], run_step)
+        run_lanes([[step("dra")], [step("faults"), step("upgrade")]], run_step, interrupts)
     assert ran == ["faults"], "the other lane stopped, and took no further step"
 
 
+@pytest.mark.timeout(60)  # a lane waiting for ever fails the test instead of hanging it
 @pytest.mark.parametrize("first_fails", [False, True])
 def test_the_in_place_lane_makes_its_cluster_once_the_first_lanes_is_up_or_failed(kind, monkeypatch, first_fails):
-    import threading
-    import time
-
     events, fake_ensure = [], lifecycle.ensure
 
     def ensure(spec, images, failure_logs=None, stop=None, priority=1):
@@ -302,35 +285,23 @@ def test_the_in_place_lane_makes_its_cluster_once_the_first_lanes_is_up_or_faile
         return fake_ensure(spec, images, failure_logs, stop, priority)
 
     monkeypatch.setattr(lifecycle, "ensure", ensure)
-    monkeypatch.setattr(run, "run_stage", lambda *args, **kwargs: 0)
-    args = ["--k8s-versions", "1.37", "--no-mixed", "--no-gate-cycle", "--no-upgrade", "--out", str(kind["out"])]
-    watchdog = threading.Timer(30, run.STOPPING.set)  # a lane waiting for ever stops instead of hanging the tests
-    watchdog.start()
-    try:
-        assert run.main(args) == (1 if first_fails else 0)
-    finally:
-        watchdog.cancel()
-        run.STOPPING.clear()
+    monkeypatch.setattr(Stages, "run", lambda *args, **kwargs: 0)
+    options = RunOptions(k8s_versions=("1.37",), no_mixed=True, no_gate_cycle=True, no_upgrade=True, out=kind["out"])
+    assert run(options).code == (1 if first_fails else 0)
     assert events == ["dra asked", "dra up", "in-place asked"]
 
 
 def test_the_run_says_how_many_clusters_the_host_allows_and_hands_it_on(kind: dict, capsys) -> None:
-    assert (
-        run.main(
-            [
-                "--k8s-versions",
-                "1.37",
-                "--max-clusters",
-                "3",
-                "--no-mixed",
-                "--no-faults",
-                "--no-gate-cycle",
-                "--no-upgrade",
-                "--out",
-                str(kind["out"]),
-            ]
-        )
-        == 0
-    )
+    assert run(RunOptions(k8s_versions=("1.37",), max_clusters=3, out=kind["out"], **MAIN_ONLY)).code == 0
     assert "clusters alive at once" in capsys.readouterr().err
     assert os.environ[capacity.MAX_CLUSTERS_ENV] == "3" and int(os.environ[capacity.CREATE_AT_ONCE_ENV]) >= 1
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does_and_the_callers_handler_comes_back():
+    from conformance.runner.stopping import signals_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), signals_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
-
 from clusters.versions import supported_versions, upgrade_partner
-from conformance.run import kind_plan, lanes
+from conformance.runner.options import RunOptions
+from conformance.runner.plan import kind_plan, lanes
 
-ALL = argparse.Namespace(no_mixed=False, no_faults=False, no_gate_cycle=False, no_upgrade=False)
+ALL = RunOptions()
 
 
 def topologies(version, args=ALL, gates=None) -> list[str]:
@@ -34,11 +33,11 @@ def test_each_version_upgrades_to_a_neighbour_one_minor_away_and_the_newest_roll
 
 def test_skip_flags_and_gate_overrides_leave_only_what_was_asked() -> None:
     oldest = min(supported_versions())
-    args = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
+    args = RunOptions(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
     assert topologies(oldest, args) == ["dra"]
-    only_faults = argparse.Namespace(no_mixed=True, no_faults=False, no_gate_cycle=True, no_upgrade=True)
+    only_faults = RunOptions(no_mixed=True, no_faults=False, no_gate_cycle=True, no_upgrade=True)
     assert topologies(oldest, only_faults) == ["dra", "in-place"]
-    only_gate_cycle = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=False, no_upgrade=True)
+    only_gate_cycle = RunOptions(no_mixed=True, no_faults=True, no_gate_cycle=False, no_upgrade=True)
     assert topologies(oldest, only_gate_cycle) == ["dra", "gate-cycle"]
     assert topologies(oldest, gates={"DRAExtendedResource": False}) == ["dra", "mixed"]
 
@@ -56,9 +55,9 @@ def test_every_profile_gets_the_main_and_mixed_stages_the_first_one_the_in_place
 def test_three_lanes_the_gate_cycle_after_the_mixed_stage_unless_one_cluster_at_a_time() -> None:
     assert lane_topologies() == [["dra"], ["mixed", "gate-cycle"], ["in-place"]]
     assert lane_topologies(one_cluster_at_a_time=True) == [["dra", "mixed", "gate-cycle", "in-place"]]
-    without_mixed = argparse.Namespace(no_mixed=True, no_faults=False, no_gate_cycle=False, no_upgrade=False)
+    without_mixed = RunOptions(no_mixed=True, no_faults=False, no_gate_cycle=False, no_upgrade=False)
     assert lane_topologies(without_mixed) == [["dra"], ["gate-cycle"], ["in-place"]]
-    only_main = argparse.Namespace(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
+    only_main = RunOptions(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
     assert lane_topologies(only_main) == [["dra"]]
 
 

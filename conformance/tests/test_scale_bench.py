@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import scale_bench
-from conformance.scale_bench import NAMES, Batch, device_class, fake_node, gpu_pod, node_slice, table
+from conformance.rigs import scale_bench
+from conformance.rigs.scale_bench import NAMES, Batch, device_class, fake_node, gpu_pod, node_slice, table
 
 
 def test_a_fake_node_offers_the_gpus_under_both_names() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.soak import outcomes, table
+from conformance.rigs.soak import outcomes, table
 
 
 def _run(out: Path, i: int, results: dict[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""`python -m conformance.interrupts` (`make interrupts`): does an interrupted run clean up?
+"""`python -m conformance.rigs.interrupts` (`make interrupts`): does an interrupted run clean up?
 
 Starts the conformance job (default version, first profile, main stages) again and again and
 stops it at a different point each time: while its kind cluster is being created, while the
@@ -37,9 +37,11 @@ from clusters.paths import REPO_ROOT, REPORTS_DIR, cache_root
 from clusters.shell import run
 from clusters.topology import ClusterSpec
 from clusters.versions import default_version, resolve, supported_versions
-from conformance.cli import guarded
-from conformance.invocation import prog
 from conformance.report import summary
+from conformance.runner.errors import guarded
+from conformance.runner.options import RunOptions
+
+PROG = "python -m conformance.rigs.interrupts"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 # point -> (a line of the runner's log that shows the point was reached, seconds to wait after it)
 POINTS: dict[str, tuple[str, float]] = {
@@ -110,24 +112,18 @@ def trial(point: str, how: str, out: Path, versions: list[str], lanes: bool = Fa
     sig, group = SIGNALS[how]
     out.mkdir(parents=True, exist_ok=True)
     log = (out / "run.log").open("w")
-    cmd = [
-        sys.executable,
-        "-u",
-        "-m",
-        "conformance.run",
-        "--k8s-versions",
-        ",".join(versions),
-        "--jobs",
-        str(len(versions)),
-        "--profile",
-        "fake-gpu",
-        *([] if lanes else ["--no-mixed"]),
-        "--no-faults",
-        "--no-gate-cycle",
-        "--no-upgrade",
-        "--out",
-        str(out),
-    ]
+    options = RunOptions(
+        k8s_versions=tuple(versions),
+        jobs=len(versions),
+        profile="fake-gpu",
+        no_mixed=not lanes,
+        no_faults=True,
+        no_gate_cycle=True,
+        no_upgrade=True,
+        out=out,
+    )
+    # A process of its own: the signal goes to it (or its group) as a terminal or CI runner sends it.
+    cmd = [sys.executable, "-u", "-m", "conformance.runner", *options.to_argv()]
     start, before = time.monotonic(), set(kind_containers())  # a soak may run next to us
     runner = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     reached = _wait_for_line(out / "run.log", marker, runner, timeout=900)
@@ -234,9 +230,11 @@ def _wait_for(reached: Callable[[], bool], process: subprocess.Popen, timeout: f
     return False
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     p = argparse.ArgumentParser(
-        prog=prog("conformance.interrupts"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--k8s-version", default=default_version().tag)
     p.add_argument("--out", type=Path, default=REPORTS_DIR / "interrupts")
@@ -247,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     clash = sorted(set(lifecycle.existing_clusters()) & set(ours))
     if clash:
         print(
-            f"{prog('conformance.interrupts')}: error: the trials make and delete cluster(s) {', '.join(clash)}, "
+            f"{prog}: error: the trials make and delete cluster(s) {', '.join(clash)}, "
             "which exist already: delete them first (python -m clusters down NAME)",
             file=sys.stderr,
         )
@@ -281,4 +279,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main, sys.argv[1:], prog("conformance.interrupts")))
+    sys.exit(guarded(main, sys.argv[1:], PROG))

@@ -1,4 +1,4 @@
-"""`python -m conformance.incluster`: the suite as a workload of the cluster it certifies.
+"""`python -m conformance.runner.incluster`: the suite as a workload of the cluster it certifies.
 
     manifest --profile P [--image IMG] [--namespace NS]  Namespace, ServiceAccount, ClusterRole and
                                                          binding (exactly the permissions the suite
@@ -17,7 +17,7 @@ JUnit merged), kep5004-results.tar.gz (the whole report: summaries, JUnit, Allur
 and `done` holding the tarball's path; stdout ends with every requirement's verdict on one
 `KEP5004-VERDICTS {json}` line and the "Ginkgo ran 1 suite" line by which hydrophone knows a run
 ended. E2E_FOCUS (other than the conformance default) selects tests as
-pytest -k does, E2E_SKIP deselects, E2E_EXTRA_ARGS are passed to `conformance.run` (e.g.
+pytest -k does, E2E_SKIP deselects, E2E_EXTRA_ARGS are passed to `conformance.runner` (e.g.
 --profile=example-gpu). Credentials are the pod's ServiceAccount.
 """
 
@@ -39,13 +39,15 @@ import yaml
 
 from clusters.paths import REPO_ROOT
 from clusters.shell import CommandError
-from conformance.cli import guarded
-from conformance.invocation import prog
 from conformance.lib import permissions
 from conformance.lib import profile as profiles
 from conformance.report import junit, summary
+from conformance.runner.errors import guarded
+from conformance.runner.options import RunOptions, parse
 from kube.api import Api
 from kube.waits import wait_for
+
+PROG = "python -m conformance.runner.incluster"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 NAME = "kep5004-conformance"
 PROFILE_MOUNT = Path("/etc/kep5004")
@@ -93,7 +95,7 @@ def manifest(profile_path: Path, image: str, namespace: str = NAME, disruptive: 
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "securityContext": security,
-        "command": ["python3", "-m", "conformance.incluster", "hold"],
+        "command": ["python3", "-m", "conformance.runner.incluster", "hold"],
         "volumeMounts": mounts,
     }
     return [
@@ -198,24 +200,20 @@ def selection(env: dict[str, str]) -> str:
     return " and ".join(parts)
 
 
-def run_arguments(env: dict[str, str], kubeconfig: Path, out: Path) -> list[str]:
-    extra = shlex.split(env.get("E2E_EXTRA_ARGS", ""))
+def run_options(env: dict[str, str], kubeconfig: Path, out: Path) -> RunOptions:
+    """The run the Job makes: its ServiceAccount's kubeconfig, the mounted profile (unless
+    E2E_EXTRA_ARGS names one), the E2E_FOCUS/E2E_SKIP selection; E2E_EXTRA_ARGS (the runner's
+    options, as hydrophone hands them on) win over the rest."""
     args = ["--kubeconfig", str(kubeconfig), "--out", str(out)]
-    if not any(a == "--profile" or a.startswith("--profile=") for a in extra):
-        args += ["--profile", env.get("KEP5004_PROFILE") or str(PROFILE_MOUNT / "profile.yaml")]
+    args += ["--profile", env.get("KEP5004_PROFILE") or str(PROFILE_MOUNT / "profile.yaml")]
     if expression := selection(env):
         args += ["-k", expression]
-    return args + extra
+    return parse(args + shlex.split(env.get("E2E_EXTRA_ARGS", "")), "E2E_EXTRA_ARGS")
 
 
-def count_tests(args: list[str]) -> int:
+def count_tests(options: RunOptions) -> int:
     """How many tests of the main stages the run will select, for the "Will run N of M specs" line
     (collection only; the mixed stage's tests, run where device-plugin nodes exist, are not counted)."""
-    profile = (
-        args[args.index("--profile") + 1]
-        if "--profile" in args
-        else next(a.split("=", 1)[1] for a in args if a.startswith("--profile="))
-    )
     suite = REPO_ROOT / "conformance" / "suite"
     cmd = [
         sys.executable,
@@ -225,10 +223,10 @@ def count_tests(args: list[str]) -> int:
         "-q",
         "-p",
         "no:cacheprovider",
-        f"--profile={profile}",
+        f"--profile={options.profile}",
         str(suite),
         *(f"--ignore={suite / d}" for d in ("mixed", "gate_cycle", "upgrade")),
-        *(["-k", args[args.index("-k") + 1]] if "-k" in args else []),
+        *(["-k", options.k] if options.k else []),
     ]
     output = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True).stdout
     found = re.search(r"(\d+)(?: tests?)? (?:selected|collected)", output)
@@ -242,13 +240,13 @@ def entrypoint(env: dict[str, str] | None = None) -> int:
     work = Path(env.get("KEP5004_CACHE", "/tmp/kep5004-cache"))
     work.mkdir(parents=True, exist_ok=True)
     out = work / "reports"
-    args = run_arguments(env, service_account_kubeconfig(env, work / "kubeconfig"), out)
+    options = run_options(env, service_account_kubeconfig(env, work / "kubeconfig"), out)
     started = time.monotonic()
-    total = count_tests(args)
+    total = count_tests(options)
     with (results / "e2e.log").open("w") as e2e:
         e2e.write(f"Will run {total} of {total} specs\n")
         e2e.flush()
-        cmd = [sys.executable, "-m", "conformance.run", *args]
+        cmd = [sys.executable, "-m", "conformance.runner", *options.to_argv()]
         print(f"[incluster] {shlex.join(cmd)}", flush=True)
         with subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as run:
             for line in run.stdout:
@@ -265,7 +263,7 @@ def entrypoint(env: dict[str, str] | None = None) -> int:
         closing.append(f"{VERDICTS_PREFIX} {json.dumps(verdicts, sort_keys=True)}")
     closing += [
         f"Ginkgo ran 1 suite in {time.monotonic() - started:.1f}s",
-        f"Test Suite {'Passed' if code == 0 else 'Failed'} (conformance.run exit {code})",
+        f"Test Suite {'Passed' if code == 0 else 'Failed'} (conformance.runner exit {code})",
     ]
     with (results / "e2e.log").open("a") as e2e:
         e2e.write("\n".join(closing) + "\n")
@@ -296,7 +294,7 @@ def hold(seconds: float = 3600) -> int:
 # --- getting the results out ---------------------------------------------------------------
 
 
-def fetch(api: Api, namespace: str, dest: Path, timeout: float) -> int:
+def fetch(api: Api, namespace: str, dest: Path, timeout: float, prog: str = PROG) -> int:
     """Wait until the Job's suite wrote its results, copy the tarball to `dest`, let the Job end;
     returns the suite's exit code."""
 
@@ -328,9 +326,7 @@ def fetch(api: Api, namespace: str, dest: Path, timeout: float) -> int:
         )
 
     if api.get("batch/v1", "Job", NAME, namespace) is None:
-        raise CommandError(
-            f"no Job {namespace}/{NAME}: apply `{prog('conformance.incluster')} manifest` first (or pass --namespace)"
-        )
+        raise CommandError(f"no Job {namespace}/{NAME}: apply `{prog} manifest` first (or pass --namespace)")
     log(f"waiting for the suite in namespace {namespace} (up to {timeout:.0f} s)")
     tarball = wait_for(
         done,
@@ -375,9 +371,11 @@ def fetch(api: Api, namespace: str, dest: Path, timeout: float) -> int:
     )[0]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     p = argparse.ArgumentParser(
-        prog=prog("conformance.incluster"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = p.add_subparsers(dest="command", required=True)
     m = commands.add_parser("manifest", help="print the objects that run the suite in a cluster")
@@ -412,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "fetch":
         try:
-            return fetch(Api(args.kubeconfig), args.namespace, args.out, args.timeout)
+            return fetch(Api(args.kubeconfig), args.namespace, args.out, args.timeout, prog)
         except CommandError as err:
             log(f"error: {err}")
             return 2
@@ -426,4 +424,4 @@ def suite_image() -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main, sys.argv[1:], prog("conformance.incluster")))
+    sys.exit(guarded(main, sys.argv[1:], PROG))

@@ -1,4 +1,4 @@
-"""`python -m conformance.selfcheck` (`make selfcheck`): does the suite catch a broken driver, by name?
+"""`python -m conformance.rigs.selfcheck` (`make selfcheck`): does the suite catch a broken driver, by name?
 
 For each defect mode of the fake driver (fake_driver/defects.py) the driver is deployed with
 that defect alone on a kind cluster of the default version, the part of the suite that can
@@ -25,15 +25,18 @@ from clusters.images import BuiltImages
 from clusters.paths import REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
-from conformance import run as runner
-from conformance.cli import guarded
-from conformance.invocation import prog
 from conformance.lib import driver_setup
 from conformance.lib import profile as profiles
 from conformance.report import summary
+from conformance.runner import run as runner
+from conformance.runner.errors import guarded
+from conformance.runner.options import RunOptions
+from conformance.runner.stopping import signals_interrupt
 from fake_driver.defects import DEFECTS
 from kube.api import Api
 from kube.waits import wait_for
+
+PROG = "python -m conformance.rigs.selfcheck"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 # The tests each defect is run against: enough to see it, few enough to keep the check short.
 HEADLINE = "test_pod_asking_for_two_devices_runs_with_them"
@@ -159,21 +162,16 @@ def run_one(
         describe=lambda: str(dict(driver_setup.published_devices(api, base))),
     )
     started = time.monotonic()
-    code = runner.main(
-        [
-            "--kubeconfig",
-            str(kubeconfig),
-            "--profile",
-            str(profile_path),
-            "--install-fake-driver",
-            "-k",
-            expected.tests,
-            "--out",
-            str(out),
-            "--timeout-scale",
-            str(args.timeout_scale),
-        ]
-    )
+    code = runner.run(
+        RunOptions(
+            kubeconfig=kubeconfig,
+            profile=str(profile_path),
+            install_fake_driver=True,
+            k=expected.tests,
+            out=out,
+            timeout_scale=args.timeout_scale,
+        )
+    ).code
     outcome = judge(defect, expected, out, code, time.monotonic() - started)
     print(
         f"[selfcheck] {outcome.defect}: {outcome.result} (exit {code}, failed {outcome.failed}, "
@@ -198,9 +196,11 @@ def write_table(outcomes: list[tuple[Expectation, Outcome]], path: Path, version
     return text
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     p = argparse.ArgumentParser(
-        prog=prog("conformance.selfcheck"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--profile", default="fake-gpu", help="a deploy: fake-driver profile to break")
     p.add_argument("--k8s-version", default="", help="pinned version (default: the default one)")
@@ -224,28 +224,31 @@ def main(argv: list[str] | None = None) -> int:
         defects = [d for d in wanted if EXPECTED[d].topology == topology]
         if not defects:
             continue
-        cluster = lifecycle.ensure(ClusterSpec(topology, version))
-        try:
-            baseline = Expectation(tests=" or ".join(sorted({EXPECTED[d].tests for d in defects})), topology=topology)
-            outcomes.append(
-                (baseline, run_one(cluster.kubeconfig, base, None, baseline, args.out / f"{topology}-no-defect", args))
-            )
-            for defect in defects:
+        with signals_interrupt(), lifecycle.cluster(ClusterSpec(topology, version), keep=args.keep) as cluster:
+            try:
+                baseline = Expectation(
+                    tests=" or ".join(sorted({EXPECTED[d].tests for d in defects})), topology=topology
+                )
                 outcomes.append(
                     (
-                        EXPECTED[defect],
-                        run_one(cluster.kubeconfig, base, defect, EXPECTED[defect], args.out / defect, args),
+                        baseline,
+                        run_one(cluster.kubeconfig, base, None, baseline, args.out / f"{topology}-no-defect", args),
                     )
                 )
-        finally:
-            driver_setup.uninstall_fake_driver(
-                lifecycle.kubectl_runner(cluster.kubeconfig), base, BuiltImages.load().driver
-            )
-            if not args.keep:
-                lifecycle.delete(cluster.name)
+                for defect in defects:
+                    outcomes.append(
+                        (
+                            EXPECTED[defect],
+                            run_one(cluster.kubeconfig, base, defect, EXPECTED[defect], args.out / defect, args),
+                        )
+                    )
+            finally:  # a kept cluster is left without a broken driver
+                driver_setup.uninstall_fake_driver(
+                    lifecycle.kubectl_runner(cluster.kubeconfig), base, BuiltImages.load().driver
+                )
     print(write_table(outcomes, args.out / "selfcheck.md", version.tag))
     return 0 if all(o.killed for _, o in outcomes) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main, sys.argv[1:], prog("conformance.selfcheck")))
+    sys.exit(guarded(main, sys.argv[1:], PROG))

@@ -1,4 +1,4 @@
-"""`python -m conformance.vendor_check`: a vendor's certification run, rehearsed on kind.
+"""`python -m conformance.rigs.vendor_check`: a vendor's certification run, rehearsed on kind.
 
 On a kind cluster of the default version, a driver is installed by hand (`kubectl apply`, as a
 vendor installs its own): by default Kubernetes' own DRA test driver (the kubelet plugin of
@@ -10,8 +10,8 @@ then certifies it four ways, the disruptive tests included, and the results are 
    the suite checks for): it must fail exactly the driver's known defects (KNOWN_DEFECTS; none
    for the fake driver), nothing else, and leave no object behind (listed before and after);
 2. the same with one permission taken away: it must refuse to start, naming it, exit 2;
-3. in the cluster, as the Job of `conformance.incluster manifest`, results fetched with
-   `conformance.incluster fetch`;
+3. in the cluster, as the Job of `conformance.runner.incluster manifest`, results fetched with
+   `conformance.runner.incluster fetch`;
 4. in the cluster, driven by hydrophone with the suite image as its conformance image.
 The per-requirement verdicts of 1, 3 and 4 must be the same. Writes reports/vendor-check/.
 """
@@ -33,13 +33,16 @@ from clusters.images import BuiltImages
 from clusters.paths import REPO_ROOT, REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import default_version
-from conformance import incluster
-from conformance.cli import guarded
-from conformance.invocation import prog
 from conformance.lib import driver_setup
 from conformance.lib import profile as profiles
 from conformance.report import summary
+from conformance.runner import incluster
+from conformance.runner.errors import guarded
+from conformance.runner.options import RunOptions
+from conformance.runner.stopping import signals_interrupt
 from kube.api import Api
+
+PROG = "python -m conformance.rigs.vendor_check"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 # The drivers a rehearsal installs by hand, each described by the shipped profile of its name.
 DRIVERS = ("k8s-test-driver", "example-gpu")
@@ -139,24 +142,25 @@ def run_suite(kubeconfig: Path, profile_path: Path, out: Path) -> tuple[int, str
     # As on a vendor's cluster, whose nodes' containers the suite cannot reach: the scoring tests
     # reconfigure kube-scheduler on the kind nodes of this host, which the in-cluster ways cannot
     # do either (SCORE-1/2 are `not tested` there), so the verdicts stay comparable.
-    cmd = [
-        sys.executable,
-        "-m",
-        "conformance.run",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--profile",
-        str(profile_path),
-        "--disruptive",
-        "-k",
-        "not scoring",
-        "--out",
-        str(out),
-    ]
+    options = RunOptions(kubeconfig=kubeconfig, profile=str(profile_path), disruptive=True, k="not scoring", out=out)
+    cmd = [sys.executable, "-m", "conformance.runner", *options.to_argv()]
     log(" ".join(cmd[1:]))
     done = subprocess.run(cmd, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
     sys.stderr.write(done.stderr[-3000:])
     return done.returncode, done.stderr
+
+
+def compared(outside: dict[str, str], code: int, verdicts: dict[str, str]) -> dict[str, object]:
+    """Another way's exit code and verdicts against those of the run from outside the cluster."""
+    return {
+        "exit": code,
+        "same verdicts": verdicts == outside,
+        "differences": {
+            k: (outside.get(k), verdicts.get(k))
+            for k in set(verdicts) | set(outside)
+            if verdicts.get(k) != outside.get(k)
+        },
+    }
 
 
 def verdicts_in_log(text: str) -> dict[str, str]:
@@ -213,9 +217,11 @@ def against_known_defects(verdicts: dict[str, str], defects: dict[str, str]) -> 
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     p = argparse.ArgumentParser(
-        prog=prog("conformance.vendor_check"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--driver", choices=DRIVERS, default=DRIVERS[0], help="the driver installed by hand (default: %(default)s)"
@@ -228,65 +234,52 @@ def main(argv: list[str] | None = None) -> int:
     images = BuiltImages.load()
     profile_path = profiles.PROFILES_DIR / f"{args.driver}.yaml"
     profile = profiles.load(str(profile_path))
-    cluster = lifecycle.ensure(ClusterSpec("dra", default_version()), images)
-    results: dict[str, object] = {}
-    try:
-        cluster.load_images(images.suite)
-        log(f"installing the driver by hand, described by profile {profile.name}")
-        install_by_hand(cluster, profile, images)
-        admin = Api(cluster.kubeconfig)
-        driver_setup.wait_published(admin, profile)
+    spec = ClusterSpec("dra", default_version())
+    with signals_interrupt(), lifecycle.cluster(spec, images, keep=args.keep) as cluster:
+        results: dict[str, object] = {}
+        try:
+            cluster.load_images(images.suite)
+            log(f"installing the driver by hand, described by profile {profile.name}")
+            install_by_hand(cluster, profile, images)
+            admin = Api(cluster.kubeconfig)
+            driver_setup.wait_published(admin, profile)
 
-        refused_cfg = restricted_kubeconfig(
-            cluster, profile_path, "kep5004-refused", args.out / "refused.kubeconfig", drop="deviceclasses"
-        )
-        code, err = run_suite(refused_cfg, profile_path, args.out / "refused")
-        results["missing permission"] = {
-            "exit": code,
-            "message": next((row for row in err.splitlines() if "lack" in row), err.strip().splitlines()[-1:]),
-        }
-        cluster.kubectl("delete", "namespace", "kep5004-refused", "--wait=true")
-        cluster.kubectl("delete", "clusterrole,clusterrolebinding", f"{incluster.NAME}:kep5004-refused")
+            refused_cfg = restricted_kubeconfig(
+                cluster, profile_path, "kep5004-refused", args.out / "refused.kubeconfig", drop="deviceclasses"
+            )
+            code, err = run_suite(refused_cfg, profile_path, args.out / "refused")
+            results["missing permission"] = {
+                "exit": code,
+                "message": next((row for row in err.splitlines() if "lack" in row), err.strip().splitlines()[-1:]),
+            }
+            cluster.kubectl("delete", "namespace", "kep5004-refused", "--wait=true")
+            cluster.kubectl("delete", "clusterrole,clusterrolebinding", f"{incluster.NAME}:kep5004-refused")
 
-        restricted = restricted_kubeconfig(
-            cluster, profile_path, "kep5004-restricted", args.out / "restricted.kubeconfig"
-        )
-        before = listing(admin)
-        code, _ = run_suite(restricted, profile_path, args.out / "out-of-cluster")
-        after = listing(admin)
-        leftovers = left_behind(before, after, profile.driver_namespace)
-        outside = summary.verdict_of_each(summary.read(args.out / "out-of-cluster" / "existing"))
-        results["out of cluster (restricted SA)"] = {
-            "exit": code,
-            "left behind": leftovers,
-            "before": before,
-            "after": after,
-        }
-        results["against known defects"] = against_known_defects(outside, KNOWN_DEFECTS[args.driver])
-        cluster.kubectl("delete", "namespace", "kep5004-restricted", "--wait=true")
-        cluster.kubectl("delete", "clusterrole,clusterrolebinding", f"{incluster.NAME}:kep5004-restricted")
+            restricted = restricted_kubeconfig(
+                cluster, profile_path, "kep5004-restricted", args.out / "restricted.kubeconfig"
+            )
+            before = listing(admin)
+            code, _ = run_suite(restricted, profile_path, args.out / "out-of-cluster")
+            after = listing(admin)
+            leftovers = left_behind(before, after, profile.driver_namespace)
+            outside = summary.verdict_of_each(summary.read(args.out / "out-of-cluster" / "existing"))
+            results["out of cluster (restricted SA)"] = {
+                "exit": code,
+                "left behind": leftovers,
+                "before": before,
+                "after": after,
+            }
+            results["against known defects"] = against_known_defects(outside, KNOWN_DEFECTS[args.driver])
+            cluster.kubectl("delete", "namespace", "kep5004-restricted", "--wait=true")
+            cluster.kubectl("delete", "clusterrole,clusterrolebinding", f"{incluster.NAME}:kep5004-restricted")
 
-        job_code, job = in_cluster_job(cluster, profile_path, images.suite, args.out)
-        results["in-cluster Job"] = {
-            "exit": job_code,
-            "same verdicts": job == outside,
-            "differences": {
-                k: (outside.get(k), job.get(k)) for k in set(job) | set(outside) if job.get(k) != outside.get(k)
-            },
-        }
-        hp_code, hp = hydrophone_run(cluster, profile, images.suite, args.out)
-        results["hydrophone"] = {
-            "exit": hp_code,
-            "same verdicts": hp == outside,
-            "differences": {
-                k: (outside.get(k), hp.get(k)) for k in set(hp) | set(outside) if hp.get(k) != outside.get(k)
-            },
-        }
-        results["verdict counts"] = {v: list(outside.values()).count(v) for v in sorted(set(outside.values()))}
-    finally:
-        (args.out / "results.json").write_text(json.dumps(results, indent=1))
-        if not args.keep:
-            lifecycle.delete(cluster.name)
+            results["in-cluster Job"] = compared(
+                outside, *in_cluster_job(cluster, profile_path, images.suite, args.out)
+            )
+            results["hydrophone"] = compared(outside, *hydrophone_run(cluster, profile, images.suite, args.out))
+            results["verdict counts"] = {v: list(outside.values()).count(v) for v in sorted(set(outside.values()))}
+        finally:
+            (args.out / "results.json").write_text(json.dumps(results, indent=1))
     ok = (
         results.get("missing permission", {}).get("exit") == 2
         # a run that found a defect exits 1
@@ -306,4 +299,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main, sys.argv[1:], prog("conformance.vendor_check")))
+    sys.exit(guarded(main, sys.argv[1:], PROG))

@@ -1,4 +1,4 @@
-"""`python -m conformance.scale_bench` (`make scale-bench`): scheduling at scale, a DRA-backed name
+"""`python -m conformance.rigs.scale_bench` (`make scale-bench`): scheduling at scale, a DRA-backed name
 against a device-plugin-backed one, side by side in one run.
 
 kwok (sigs.k8s.io/kwok at the pinned version, built from its Go module) plays the kubelets of
@@ -41,12 +41,13 @@ from clusters.nodes import KindNodes
 from clusters.paths import CLUSTERS_DIR, REPORTS_DIR, cache_root
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
-from conformance.bench import PodWatch
-from conformance.cli import guarded
-from conformance.invocation import prog
 from conformance.lib.special_claim import RESOURCE_API
+from conformance.rigs.bench import PodWatch
+from conformance.runner.errors import guarded
 from kube.api import Api, Obj
 from kube.waits import wait_for
+
+PROG = "python -m conformance.rigs.scale_bench"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 DRIVER = "scale-gpu.kep5004.dev"
 DEVICE_CLASS = "scale-gpu"
@@ -245,9 +246,11 @@ def table(batches: list[Batch]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     ap = argparse.ArgumentParser(
-        prog=prog("conformance.scale_bench"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", default=None, help="Kubernetes version (default: the pinned default)")
     ap.add_argument("--nodes", default="100,1000", help="comma-separated fake node counts, ascending")
@@ -274,57 +277,55 @@ def main(argv: list[str] | None = None) -> int:
     require_engine()
     images = BuiltImages.load()
     kwok, stages = build_kwok()
-    cluster = lifecycle.ensure(ClusterSpec("dra", version, purpose="scale"), images)
-    api = Api(cluster.kubeconfig)
-    log_path = cache_root() / "logs" / f"kwok-{cluster.name}.log"
-    player = None
-    batches: list[Batch] = []
-    try:
-        nodes_of_cluster = KindNodes.of_cluster(cluster.name)
-        scheduler.set_profiles(cluster.kubeconfig, nodes_of_cluster, [], client_qps=args.scheduler_qps)
-        qps = str(args.controller_qps)
-        control_plane.set_flags(
-            cluster.kubeconfig,
-            nodes_of_cluster,
-            "kube-controller-manager",
-            {"kube-api-qps": qps, "kube-api-burst": qps},
-        )
-        keep_daemonsets_off_fake_nodes(api)
-        api.create(device_class())
-        with log_path.open("w") as log:
-            player = subprocess.Popen(
-                [
-                    str(kwok),
-                    f"--kubeconfig={cluster.kubeconfig}",
-                    f"--config={stages}",
-                    f"--manage-nodes-with-annotation-selector={KWOK_KEY}=fake",
-                    "--node-lease-duration-seconds=40",
-                    "--cidr=10.128.0.0/12",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
+    with lifecycle.cluster(ClusterSpec("dra", version, purpose="scale"), images, keep=args.keep) as cluster:
+        api = Api(cluster.kubeconfig)
+        log_path = cache_root() / "logs" / f"kwok-{cluster.name}.log"
+        player = None
+        batches: list[Batch] = []
+        try:
+            nodes_of_cluster = KindNodes.of_cluster(cluster.name)
+            scheduler.set_profiles(cluster.kubeconfig, nodes_of_cluster, [], client_qps=args.scheduler_qps)
+            qps = str(args.controller_qps)
+            control_plane.set_flags(
+                cluster.kubeconfig,
+                nodes_of_cluster,
+                "kube-controller-manager",
+                {"kube-api-qps": qps, "kube-api-burst": qps},
             )
-        made = 0
-        for nodes in counts:
-            print(f"[scale] {nodes} fake nodes ({args.gpus} GPUs each) ...", file=sys.stderr, flush=True)
-            add_fake_nodes(api, made, nodes, args.gpus)
-            made = nodes
-            for r in range(args.rounds):
-                for mechanism in list(NAMES) if r % 2 == 0 else list(NAMES)[::-1]:
-                    batch = run_batch(cluster, nodes, mechanism, nodes * args.pods_per_node, images.workload)
-                    batches.append(batch)
-                    print(
-                        f"[scale] {nodes} nodes, round {r + 1}, {mechanism:13s}: {batch.pods} pods bound in "
-                        f"{batch.seconds:.1f} s, {batch.pods_per_s:.1f} pods/s",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-    finally:
-        if player is not None:
-            player.terminate()
-            player.wait(timeout=30)
-        if not args.keep:
-            lifecycle.delete(cluster.name)
+            keep_daemonsets_off_fake_nodes(api)
+            api.create(device_class())
+            with log_path.open("w") as log:
+                player = subprocess.Popen(
+                    [
+                        str(kwok),
+                        f"--kubeconfig={cluster.kubeconfig}",
+                        f"--config={stages}",
+                        f"--manage-nodes-with-annotation-selector={KWOK_KEY}=fake",
+                        "--node-lease-duration-seconds=40",
+                        "--cidr=10.128.0.0/12",
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            made = 0
+            for nodes in counts:
+                print(f"[scale] {nodes} fake nodes ({args.gpus} GPUs each) ...", file=sys.stderr, flush=True)
+                add_fake_nodes(api, made, nodes, args.gpus)
+                made = nodes
+                for r in range(args.rounds):
+                    for mechanism in list(NAMES) if r % 2 == 0 else list(NAMES)[::-1]:
+                        batch = run_batch(cluster, nodes, mechanism, nodes * args.pods_per_node, images.workload)
+                        batches.append(batch)
+                        print(
+                            f"[scale] {nodes} nodes, round {r + 1}, {mechanism:13s}: {batch.pods} pods bound in "
+                            f"{batch.seconds:.1f} s, {batch.pods_per_s:.1f} pods/s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+        finally:
+            if player is not None:
+                player.terminate()
+                player.wait(timeout=30)
     args.out.mkdir(parents=True, exist_ok=True)
     text = table(batches)
     (args.out / "scale.json").write_text(
@@ -346,4 +347,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main, sys.argv[1:], prog("conformance.scale_bench")))
+    sys.exit(guarded(main, sys.argv[1:], PROG))

@@ -1,4 +1,4 @@
-"""`python -m conformance.bench` (`make bench`): three ways to get a GPU, side by side in one run.
+"""`python -m conformance.rigs.bench` (`make bench`): three ways to get a GPU, side by side in one run.
 
 On a `mixed` kind cluster whose fake driver publishes as many GPUs per node as --pods (one DRA
 node, one device-plugin node), batches of --pods one-GPU pods are created at once for each mechanism:
@@ -38,13 +38,14 @@ from clusters.images import BuiltImages
 from clusters.paths import REPORTS_DIR
 from clusters.topology import MODE_LABEL, ClusterSpec
 from clusters.versions import resolve
-from conformance.cli import guarded
-from conformance.invocation import prog
 from conformance.lib import driver_setup, pods
 from conformance.lib.profile import Profile, load
 from conformance.lib.special_claim import RESOURCE_API
+from conformance.runner.errors import guarded
 from kube.api import Api, Obj
 from kube.waits import wait_for
+
+PROG = "python -m conformance.rigs.bench"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 MECHANISMS = ("dra-extended", "device-plugin", "claim-template")
 TEMPLATE = "bench-gpu"
@@ -227,10 +228,8 @@ def plot(batches: list[Batch], out: Path) -> list[Path]:
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog=prog("conformance.bench"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", default=None, help="Kubernetes version (default: the pinned default)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--pods", type=int, default=MAX_PODS_PER_NODE, help="pods per batch (one GPU each)")
@@ -245,42 +244,42 @@ def main(argv: list[str] | None = None) -> int:
     images = BuiltImages.load()
     # As many GPUs per node as pods in a batch: a batch measures the mechanism, not a queue for devices.
     profile = dataclasses.replace(load("fake-gpu"), device_counts={"*": args.pods})
-    cluster = lifecycle.ensure(ClusterSpec("mixed", version, purpose="bench"), images)  # its own: never a run's
-    api = Api(cluster.kubeconfig)
-    ns = f"bench-{uuid.uuid4().hex[:6]}"
-    podwatch: PodWatch | None = None
-    try:
-        driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)
-        driver_setup.wait_published(api, profile)
-        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        api.create(
-            {
-                "apiVersion": RESOURCE_API,
-                "kind": "ResourceClaimTemplate",
-                "metadata": {"name": TEMPLATE},
-                "spec": {"spec": pods.user_claim(TEMPLATE, profile.device_class)["spec"]},
-            },
-            ns,
-        )
-        podwatch = PodWatch(api, ns)
-        batches = []
-        for r in range(args.rounds):
-            order = MECHANISMS[r % len(MECHANISMS) :] + MECHANISMS[: r % len(MECHANISMS)]
-            for mechanism in order:
-                batch = run_batch(api, ns, profile, podwatch, mechanism, args.pods)
-                batches.append(batch)
-                median = f"{statistics.median(batch.latencies) * 1000:.0f} ms" if batch.latencies else "-"
-                failed = f", {len(batch.failed)} failed to start" if batch.failed else ""
-                print(
-                    f"round {r + 1} {mechanism:15s}: bound->running median {median}, "
-                    f"{batch.pods_per_s:.1f} pods bound/s{failed}",
-                    flush=True,
-                )
-    finally:
-        if podwatch:
-            podwatch.stop()
-        if not args.keep:
-            lifecycle.delete(cluster.name)
+    with lifecycle.cluster(
+        ClusterSpec("mixed", version, purpose="bench"), images, keep=args.keep
+    ) as cluster:  # its own: never a run's
+        api = Api(cluster.kubeconfig)
+        ns = f"bench-{uuid.uuid4().hex[:6]}"
+        podwatch: PodWatch | None = None
+        try:
+            driver_setup.deploy_fake_driver(cluster.kubectl, profile, images.driver)
+            driver_setup.wait_published(api, profile)
+            api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            api.create(
+                {
+                    "apiVersion": RESOURCE_API,
+                    "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": TEMPLATE},
+                    "spec": {"spec": pods.user_claim(TEMPLATE, profile.device_class)["spec"]},
+                },
+                ns,
+            )
+            podwatch = PodWatch(api, ns)
+            batches = []
+            for r in range(args.rounds):
+                order = MECHANISMS[r % len(MECHANISMS) :] + MECHANISMS[: r % len(MECHANISMS)]
+                for mechanism in order:
+                    batch = run_batch(api, ns, profile, podwatch, mechanism, args.pods)
+                    batches.append(batch)
+                    median = f"{statistics.median(batch.latencies) * 1000:.0f} ms" if batch.latencies else "-"
+                    failed = f", {len(batch.failed)} failed to start" if batch.failed else ""
+                    print(
+                        f"round {r + 1} {mechanism:15s}: bound->running median {median}, "
+                        f"{batch.pods_per_s:.1f} pods bound/s{failed}",
+                        flush=True,
+                    )
+        finally:
+            if podwatch:
+                podwatch.stop()
     result = {
         "cluster": cluster.name,
         "rounds": args.rounds,
@@ -310,4 +309,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main, sys.argv[1:], prog("conformance.bench")))
+    sys.exit(guarded(main, sys.argv[1:], PROG))

@@ -1,4 +1,4 @@
-"""`python -m conformance.byo DIR`: bring your own workloads.
+"""`python -m conformance.runner.byo DIR`: bring your own workloads.
 
 Applies every manifest in DIR to the cluster unmodified (only the namespace is set, one
 fresh namespace per file), and reports per pod whether it was served through DRA, which
@@ -16,14 +16,15 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from conformance.cli import guarded, user_error
-from conformance.invocation import prog
 from conformance.lib.devices import device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.profile import Profile, ProfileError, load
 from conformance.lib.special_claim import allocated_devices, special_claim
 from conformance.lib.workloads import apply_manifest, manifest_problems, pods_of, probe_container
+from conformance.runner.errors import guarded, user_error
 from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for
+
+PROG = "python -m conformance.runner.byo"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 
 @dataclass
@@ -84,10 +85,8 @@ def run_file(api: Api, profile: Profile, path: Path, timeout: float, keep: bool)
             api.delete("v1", "Namespace", ns)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog=prog("conformance.byo"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("directory", type=Path)
     ap.add_argument("--kubeconfig", type=Path, default=os.environ.get("KUBECONFIG"))
     ap.add_argument("--profile", default="fake-gpu")
@@ -136,4 +135,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main, sys.argv[1:], prog("conformance.byo")))
+    sys.exit(guarded(main, sys.argv[1:], PROG))

@@ -1,4 +1,4 @@
-"""`python -m conformance.soak` (`make soak N=10`): how often does each test fail on a healthy cluster?
+"""`python -m conformance.rigs.soak` (`make soak N=10`): how often does each test fail on a healthy cluster?
 
 Makes one kind cluster of the default version (topology `dra`, named for the soak so that it
 can run next to the conformance job or the interrupt trials), then runs the main stages of the
@@ -23,10 +23,13 @@ from clusters.images import BuiltImages
 from clusters.paths import REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
-from conformance import run as runner
-from conformance.cli import guarded
-from conformance.invocation import prog
 from conformance.lib.profile import load
+from conformance.runner import run as runner
+from conformance.runner.errors import guarded
+from conformance.runner.options import RunOptions
+from conformance.runner.stopping import signals_interrupt
+
+PROG = "python -m conformance.rigs.soak"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 
 def outcomes(out: Path, runs: int) -> dict[str, list[str]]:
@@ -63,10 +66,8 @@ def table(results: dict[str, list[str]]) -> tuple[str, int]:
     return "\n".join(head + (rows or ["| (none) | | | |"])) + "\n", len(rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog=prog("conformance.soak"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-n", "--runs", type=int, default=10)
     p.add_argument("--k8s-version", default=None)
     p.add_argument("--profile", default="fake-gpu")
@@ -78,28 +79,22 @@ def main(argv: list[str] | None = None) -> int:
     version = resolve(args.k8s_version)  # what the user typed first: a mistake stops us before anything is made
     load(args.profile)
     require_engine()
-    cluster = lifecycle.ensure(ClusterSpec("dra", version, purpose="soak"), BuiltImages.load())
     started, codes = time.monotonic(), defaultdict(int)
-    try:
+    spec = ClusterSpec("dra", version, purpose="soak")
+    with signals_interrupt(), lifecycle.cluster(spec, BuiltImages.load(), keep=args.keep) as cluster:
         for i in range(args.runs):
             print(f"[soak] run {i + 1}/{args.runs}", file=sys.stderr, flush=True)
-            code = runner.main(
-                [
-                    "--kubeconfig",
-                    str(cluster.kubeconfig),
-                    "--profile",
-                    args.profile,
-                    "--install-fake-driver",
-                    "--out",
-                    str(args.out / f"run-{i + 1}"),
-                ]
-            )
+            code = runner.run(
+                RunOptions(
+                    kubeconfig=cluster.kubeconfig,
+                    profile=args.profile,
+                    install_fake_driver=True,
+                    out=args.out / f"run-{i + 1}",
+                )
+            ).code
             codes[code] += 1
-            if code in (2, 130):  # bad input or interrupted: nothing more to learn
+            if code in (runner.BAD_INPUT, runner.INTERRUPTED):  # nothing more to learn
                 return code
-    finally:
-        if not args.keep:
-            lifecycle.delete(cluster.name)
     text, failing = table(outcomes(args.out, args.runs))
     text += f"\nExit codes: {dict(codes)}; {time.monotonic() - started:.0f} s in all.\n"
     (args.out / "soak.md").write_text(text)
@@ -108,4 +103,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main, sys.argv[1:], prog("conformance.soak")))
+    sys.exit(guarded(main, sys.argv[1:], PROG))
