@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from conformance.lib import driver_state, pods, scenario
+from conformance.lib import devices, driver_state, pods, scenario
 from conformance.lib.checks import Checks
+from conformance.lib.profile import Profile
 from conformance.lib.scenario import Served
-from conformance.lib.special_claim import RESOURCE_API, allocated_devices, is_special, special_claims_of
+from conformance.lib.special_claim import RESOURCE_API, allocated_devices, is_special, special_claim, special_claims_of
 from conformance.lib.survivors import Snapshot
 from kube.api import TRANSIENT_ERRORS, Api
 from kube.waits import wait_for
@@ -46,6 +47,17 @@ def converged(
             what=f"pods {names} Running after {after}",
             describe=lambda: not_running_described(api, namespace, names),
         )
+    # A driver that came back republishes its devices; until it has, what a container sees cannot
+    # be told from the devices' published identities (the kubelet withdraws a gone plugin's slices).
+    with check(rid, stop=True):
+        wait_for(
+            lambda: not unpublished_allocations(api, target.profile, namespace, names),
+            timeout=timeout,
+            interval=2,
+            transient=TRANSIENT_ERRORS,
+            what=f"the devices allocated to pods {names} published again after {after}",
+            describe=lambda: f"in no ResourceSlice: {unpublished_allocations(api, target.profile, namespace, names)}",
+        )
     served = [scenario.verify_served(target, check, pods.get(api, namespace, n), as_id=rid) for n in names]
     with check(rid):
         several = {s.pod["metadata"]["name"]: owned for s in served if len(owned := special_claims_of(api, s.pod)) != 1}
@@ -64,6 +76,16 @@ def converged(
         )
     check_driver_holds_its_pods_claims(target, check, rid, served, after, held_at_start)
     return served
+
+
+def unpublished_allocations(api: Api, profile: Profile, namespace: str, names: list[str]) -> list[str]:
+    """pool/device allocated to the named pods' special claims and published in none of the driver's ResourceSlices."""
+    published = devices.device_ids(api, profile)
+    missing = []
+    for name in names:
+        claim = special_claim(api, pods.get(api, namespace, name)) or {}
+        missing += [f"{pool}/{device}" for pool, device in allocated_devices(claim) if (pool, device) not in published]
+    return missing
 
 
 def not_running(api: Api, namespace: str, names: list[str]) -> list[str]:

@@ -150,3 +150,27 @@ def test_the_driver_is_judged_on_claims_it_came_to_hold_during_the_test_only(mon
     assert [c.verdict for c in judged(["run", "old"])] == ["passed"]
     failed = judged(["run", "old", "leaked"])
     assert [c.verdict for c in failed] == ["failed"] and "stale ['leaked']" in failed[0].message
+
+
+def test_devices_allocated_but_not_published_again_are_named_until_the_driver_republishes() -> None:
+    from conformance.lib.profile import load
+
+    profile = load("fake-gpu")
+    running = pod(
+        "p", "u1", "node-a", {"extendedResourceClaimStatus": {"resourceClaimName": "c", "requestMappings": []}}
+    )
+    api = Api([running], [claim("ns", "c", "u1", ["gpu-0", "gpu-1"])])
+    api.objects["ResourceSlice"] = []  # the kubelet withdrew the restarted driver's slices
+    assert recovery.unpublished_allocations(api, profile, "ns", ["p"]) == ["node-a/gpu-0", "node-a/gpu-1"]
+    api.objects["ResourceSlice"] = [
+        {
+            "spec": {
+                "driver": profile.driver,
+                "pool": {"name": "node-a"},
+                "devices": [{"name": "gpu-0", "attributes": {}}],
+            }
+        }
+    ]
+    assert recovery.unpublished_allocations(api, profile, "ns", ["p"]) == ["node-a/gpu-1"]
+    api.objects["ResourceSlice"][0]["spec"]["devices"].append({"name": "gpu-1", "attributes": {}})
+    assert recovery.unpublished_allocations(api, profile, "ns", ["p"]) == []
