@@ -12,7 +12,7 @@ VERSIONS ?=
 # The CI tier (make test) builds and runs only the default pinned version.
 DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEFAULT)
 
-.PHONY: venv lint protos host toolchain images unit test conformance selfcheck interrupts soak vendor-check bench scale-bench clean-clusters
+.PHONY: venv lint protos host toolchain images report-tools browser unit test conformance selfcheck interrupts soak vendor-check bench scale-bench clean-clusters
 
 venv: $(DEPS_STAMP)
 # Only the dependencies go into the shared venv; the project itself always runs from this
@@ -35,6 +35,15 @@ lint: venv
 	$(PY) -m ruff format --check .
 	go run $(ACTIONLINT) -shellcheck= -pyflakes= .github/workflows/*.yml
 
+# Allure 3 from npm (the versions conformance/report/allure/package-lock.json pins) into the
+# cache: every run's HTML report (conformance/report/html.py).
+report-tools: venv
+	$(PY) -m conformance.report.html
+
+# Debian's Chromium, for the test that opens a run's HTML report in a headless browser.
+browser:
+	@test -x /usr/bin/chromium || { apt-get update -q && apt-get install -y -q chromium; }
+
 protos: venv
 	$(PY) -m fake_driver.protos.generate
 
@@ -47,7 +56,7 @@ toolchain: host
 images: toolchain protos
 	bash clusters/images/build-all.sh $(VERSIONS)
 
-unit: protos
+unit: protos report-tools browser
 	$(PY) -m pytest -m "not cluster" -q
 
 # Two tiers (docs/timings.md has what each costs, cold and warm):
@@ -61,13 +70,13 @@ unit: protos
 # Each stage deletes the clusters it made.
 PROFILES ?= fake-gpu,example-gpu
 test: VERSIONS = $(DEFAULT_VERSION)
-test: lint images
+test: lint images report-tools browser
 	$(PY) -m pytest -q --k8s-versions $(DEFAULT_VERSION) $(PYTEST_ARGS)
 	$(PY) -m conformance.runner --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) --no-faults --no-gate-cycle --no-upgrade $(ARGS)
 
 # JOBS versions at once, each with its own clusters (docs/timings.md measures 1 against 3).
 JOBS ?= 3
-conformance: images
+conformance: images report-tools
 	$(PY) -m conformance.runner --profile $(PROFILES) --jobs $(JOBS) $(ARGS)
 
 # A vendor's certification rehearsed on kind with a driver no one here wrote (Kubernetes' DRA test
@@ -75,7 +84,7 @@ conformance: images
 # included, restricted ServiceAccount, in-cluster Job, hydrophone: the verdicts of every way must
 # agree. Default version only.
 vendor-check: VERSIONS = $(DEFAULT_VERSION)
-vendor-check: images
+vendor-check: images report-tools
 	$(PY) -m conformance.rigs.vendor_check $(ARGS)
 
 # Does the suite catch a broken driver by name? Each fake-driver defect mode, on the default version.

@@ -4,6 +4,7 @@ cluster), each with its stages' record, its context, and at the end summary, JUn
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tarfile
 import time
@@ -16,7 +17,7 @@ from typing import Any
 from clusters.topology import ClusterSpec
 from clusters.versions import KubeVersion
 from conformance.lib import profile as profiles
-from conformance.report import coverage, junit, summary
+from conformance.report import coverage, html, junit, summary
 
 
 def log(message: str) -> None:
@@ -71,6 +72,7 @@ def finish(report: Report) -> dict[str, int]:
     counts = summary.write(summary.read_records(out / "results.jsonl"), out, context)
     junit.merge(out, out / "junit.xml")  # the whole run in one file
     (out / "context.json").write_text(json.dumps(context, indent=2))
+    write_html([out], out / html.HTML, context["target"])
     bundle = out.with_suffix(".tar.gz")
     with tarfile.open(bundle, "w:gz") as tar:
         tar.add(out, arcname=out.name)
@@ -119,7 +121,22 @@ def report_dirs(
 
 
 def write_coverage(out: Path, reports: list[Path]) -> None:
-    """coverage.md: every requirement's verdict side by side for these report directories."""
+    """coverage.md: every requirement's verdict side by side for these report directories, and
+    one HTML report of them all."""
     summaries = [summary.read(o) for o in reports if (o / summary.FILE).exists()]
     out.mkdir(parents=True, exist_ok=True)
     (out / "coverage.md").write_text(coverage.table(summaries))
+    write_html(reports, out / html.HTML, "KEP-5004 conformance")
+
+
+def write_html(reports: list[Path], dest: Path, name: str) -> None:
+    if not html.allure_bin().exists():
+        log(f"no HTML report {dest}: Allure is not installed (make report-tools)")
+        return
+    try:
+        page = html.write(reports, dest, name)
+    except (OSError, subprocess.SubprocessError) as err:  # the verdicts are in summary.md all the same
+        log(f"no HTML report {dest}: {' '.join(str(err).split())[:300]}")
+        return
+    if page is not None:
+        log(f"HTML report {page}")
