@@ -27,12 +27,14 @@ $(DEPS_STAMP):
 	@rm -f $(VENV)/.deps-*; touch $@
 
 # ruff: lint and formatting of every Python file (its settings in pyproject.toml; generated
-# protocol code excepted). actionlint checks the nightly workflow (built from its Go module at a
-# pinned version).
+# protocol code excepted). mypy: strict type check of the packages [tool.mypy] in pyproject.toml
+# names (the tests excepted). actionlint checks the nightly workflow (built from its Go module at
+# a pinned version).
 ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	go run $(ACTIONLINT) -shellcheck= -pyflakes= .github/workflows/*.yml
 
 # Allure 3 from npm (the versions conformance/report/allure/package-lock.json pins) into the

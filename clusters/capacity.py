@@ -25,7 +25,7 @@ import fcntl
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +74,7 @@ class Budget:
     why: str
 
     @classmethod
-    def for_host(cls, host: HostLoad, env: dict[str, str] | None = None) -> "Budget":
+    def for_host(cls, host: HostLoad, env: Mapping[str, str] | None = None) -> "Budget":
         env = os.environ if env is None else env
         by_cpu = CLUSTERS_PER_CORE * host.cores
         by_memory = max(1, math.floor(host.mem_available_gib / GIB_PER_CLUSTER))

@@ -104,7 +104,7 @@ def wait_static_pods(
     )
 
 
-def feature_enabled(kubeconfig: Path, gate: str, node: str | None = None) -> bool | None:
+def feature_enabled(kubeconfig: Path | None, gate: str, node: str | None = None) -> bool | None:
     """What the API server (or a node's kubelet) reports in kubernetes_feature_enabled for `gate`."""
     metrics = Api(kubeconfig).raw(f"/api/v1/nodes/{node}/proxy/metrics" if node else "/metrics")
     m = re.search(rf'^kubernetes_feature_enabled{{name="{re.escape(gate)}"[^}}]*}} (\d)', metrics, re.MULTILINE)

@@ -9,6 +9,7 @@ loses its routes and gets them again (clusters/faults.py).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from clusters.shell import run
 from kube.api import TRANSIENT_ERRORS, Api
@@ -95,7 +96,7 @@ def runtime_network(node: str) -> tuple[bool, str]:
     """(ready, why not) of the node's container runtime network, as containerd reports it to the
     kubelet (`crictl info`): ready once it has loaded a CNI configuration."""
     info = json.loads(run(["docker", "exec", node, "crictl", "info"], check=False) or "{}")
-    condition = next(
+    condition: dict[str, Any] = next(
         (c for c in (info.get("status") or {}).get("conditions") or [] if c.get("type") == "NetworkReady"), {}
     )
     return bool(condition.get("status")), str(info.get("lastCNILoadStatus") or condition.get("message") or "")

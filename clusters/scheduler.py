@@ -15,6 +15,7 @@ import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -33,8 +34,8 @@ VOLUME = "kep5004-scheduler-config"
 COMPONENT = ("kube-scheduler",)
 
 
-def configuration(profiles: list[dict], client_qps: int | None = None) -> str:
-    connection: dict = {"kubeconfig": KUBECONFIG}  # what kubeadm's --kubeconfig said
+def configuration(profiles: list[dict[str, Any]], client_qps: int | None = None) -> str:
+    connection: dict[str, str | int] = {"kubeconfig": KUBECONFIG}  # what kubeadm's --kubeconfig said
     if client_qps:  # burst as high: a benchmark must not measure the client's rate limiter
         connection.update(qps=client_qps, burst=client_qps)
     return yaml.safe_dump(
@@ -68,7 +69,9 @@ def _original(node: Node) -> str:
     return node.read(ORIGINAL)
 
 
-def set_profiles(kubeconfig: Path, nodes: KindNodes, profiles: list[dict], client_qps: int | None = None) -> None:
+def set_profiles(
+    kubeconfig: Path, nodes: KindNodes, profiles: list[dict[str, Any]], client_qps: int | None = None
+) -> None:
     """Run the scheduler with these profiles besides the default one (and this client QPS, if
     given); returns once it runs them."""
     node, text = _control_plane(nodes), configuration(profiles, client_qps)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 
@@ -64,7 +65,7 @@ def parse_gates(text: str) -> dict[str, bool]:
 def feature_gates(spec: ClusterSpec) -> dict[str, bool]:
     """Gates to set: DRAExtendedResource only where it is not already on, plus overrides."""
     stage = gate_stage(spec.version)
-    gates = {} if stage.gate_default else {FEATURE_GATE: True}
+    gates: dict[str, bool] = {} if stage.gate_default else {FEATURE_GATE: True}
     for name, value in spec.gates.items():
         if name == FEATURE_GATE and stage.gate_locked and value != stage.gate_default:
             raise TopologyError(
@@ -75,10 +76,10 @@ def feature_gates(spec: ClusterSpec) -> dict[str, bool]:
     return gates
 
 
-def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
+def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict[str, Any]:
     if spec.topology not in TOPOLOGIES:
         raise TopologyError(f"unknown topology {spec.topology!r} (known: {', '.join(TOPOLOGIES)})")
-    kubeadm_patches = [
+    kubeadm_patches: list[dict[str, Any]] = [
         # No CoreDNS: nothing here resolves names, and its default forwards to outside resolvers.
         {
             "kind": "InitConfiguration",
@@ -93,7 +94,9 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
     if not host.has_cap_sys_resource:
         # Sandboxes ask for a lower oom_score_adj than containerd's, which needs CAP_SYS_RESOURCE.
         cri += "  restrict_oom_score_adj = true\n"
-    nodes = [{"role": "control-plane", "image": node_image, "extraMounts": [probe_patches.node_mount()]}]
+    nodes: list[dict[str, Any]] = [
+        {"role": "control-plane", "image": node_image, "extraMounts": [probe_patches.node_mount()]}
+    ]
     # Workers import the locally built images from archives they see (clusters/image_archives.py).
     nodes += [
         {
@@ -104,7 +107,7 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
         }
         for mode in TOPOLOGIES[spec.topology]
     ]
-    config: dict = {
+    config: dict[str, Any] = {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "name": spec.name,
@@ -125,9 +128,9 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict:
     return config
 
 
-def to_yaml(config: dict) -> str:
+def to_yaml(config: dict[str, Any]) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def config_hash(config: dict, node_image_id: str) -> str:
+def config_hash(config: dict[str, Any], node_image_id: str) -> str:
     return hashlib.sha256((to_yaml(config) + node_image_id).encode()).hexdigest()[:16]

@@ -9,8 +9,9 @@ from functools import cache
 from pathlib import Path
 
 from clusters.paths import CLUSTERS_DIR, tools_dir
-from kube.features import VERSIONS, VersionInfo
-from kube.features import DRAExtendedResource as FEATURE_GATE  # the name topology and the suite import
+from kube.features import VERSIONS, DRAExtendedResource, VersionInfo
+
+FEATURE_GATE = DRAExtendedResource  # the name topology and the suite import
 
 
 class UnknownVersionError(ValueError):

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from kubernetes import config as kube_config
-from kubernetes.client import ApiClient, CoreV1Api, VersionApi
+from kubernetes.client import ApiClient, CoreV1Api, V1Eviction, V1ObjectMeta, VersionApi
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
+from kubernetes.dynamic.resource import Resource
 from kubernetes.stream import stream
 from urllib3.exceptions import HTTPError
 
@@ -41,7 +43,10 @@ class Api:
 
     @cached_property
     def client(self) -> ApiClient:
-        return kube_config.new_client_from_config(config_file=str(self.kubeconfig) if self.kubeconfig else None)
+        client: ApiClient = kube_config.new_client_from_config(
+            config_file=str(self.kubeconfig) if self.kubeconfig else None
+        )
+        return client
 
     @cached_property
     def dynamic(self) -> DynamicClient:
@@ -59,26 +64,31 @@ class Api:
         )
         response = self.client.call_api(*request)
         response.read()
-        # Raises ApiException for a status other than 2xx, as every other read does.
-        return self.client.response_deserialize(response, {"2XX": "bytes"}).data.decode()
+        # Raises ApiException for a status other than 2xx, as every other read does. For "bytes" the
+        # deserialized data is the raw body, which only raw_data is typed as.
+        return self.client.response_deserialize(response, {"2XX": "bytes"}).raw_data.decode()
 
-    def resource(self, api_version: str, kind: str):
-        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+    def resource(self, api_version: str, kind: str) -> Resource:
+        resource: Resource = self.dynamic.resources.get(api_version=api_version, kind=kind)
+        return resource
 
     def create(self, obj: Obj, namespace: str | None = None) -> Obj:
         res = self.resource(obj["apiVersion"], obj["kind"])
         ns = namespace or obj.get("metadata", {}).get("namespace")
-        return res.create(body=obj, namespace=ns if res.namespaced else None).to_dict()
+        created: Obj = res.create(body=obj, namespace=ns if res.namespaced else None).to_dict()
+        return created
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         try:
-            return self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
+            found: Obj = self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
         except NotFoundError:
             return None
+        return found
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, **selectors: str) -> list[Obj]:
         """Objects of a kind; selectors are label_selector= and field_selector= expressions."""
-        return self.resource(api_version, kind).get(namespace=namespace, **selectors).to_dict()["items"]
+        items: list[Obj] = self.resource(api_version, kind).get(namespace=namespace, **selectors).to_dict()["items"]
+        return items
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
         try:
@@ -90,12 +100,14 @@ class Api:
         group, _, version = group_version.rpartition("/")
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
-            return self.dynamic.request("GET", path).groupVersion == group_version
+            served: str = self.dynamic.request("GET", path).groupVersion
         except NotFoundError:
             return False
+        return served == group_version
 
+    # builtins.list: in the class body, `list` is the method above.
     def exec(
-        self, namespace: str, pod: str, command: list[str], container: str | None = None, timeout: float = 120
+        self, namespace: str, pod: str, command: builtins.list[str], container: str | None = None, timeout: float = 120
     ) -> str:
         """Run a command in a running container; its stdout and stderr, as `kubectl exec` shows them.
         A command that exits non-zero (or is still running after `timeout` s) is an ExecError with
@@ -116,7 +128,7 @@ class Api:
         try:
             session.run_forever(timeout=timeout)
             code = None if session.is_open() else session.returncode  # read before read_all clears the channels
-            output = session.read_all()
+            output: str = session.read_all()
         finally:
             session.close()
         if code != 0:
@@ -128,7 +140,9 @@ class Api:
         CoreV1Api(self.client).create_namespaced_pod_eviction(
             pod,
             namespace,
-            body={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}},
+            body=V1Eviction(
+                api_version="policy/v1", kind="Eviction", metadata=V1ObjectMeta(name=pod, namespace=namespace)
+            ),
         )
 
     def cordon(self, node: str, unschedulable: bool = True) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 T = TypeVar("T")
 
@@ -33,7 +33,8 @@ def _brief(err: BaseException) -> str:
 
 
 def wait_for(
-    probe: Callable[[], T | None],
+    # False besides None: a probe is often a chain `a and b and value`.
+    probe: Callable[[], T | Literal[False] | None],
     *,
     timeout: float,
     what: str,
@@ -47,7 +48,7 @@ def wait_for(
     components we talk to restart under us. The last one is part of the timeout message."""
     timeout *= _timeout_scale
     end = time.monotonic() + timeout
-    value: T | None = None
+    value: T | Literal[False] | None = None
     last_error: BaseException | None = None
     while True:
         try:

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import yaml
 
 from conformance.catalogue.model import Catalogue, Gate, Judges, KnownBug, Requirement, Source, Status
-from conformance.catalogue.versions import VersionRange, format_minor, parse_minor
-from kube.features import VERSIONS, VersionInfo, VersionTable
+from conformance.catalogue.versions import VersionRange, parse_minor
+from kube.features import VERSIONS, VersionInfo, VersionTable, format_minor
 
 SCHEMA_VERSION = 2  # 2: the version table and the gate's name moved to kube/features.py
 REQUIREMENT_ID = re.compile(r"[A-Z]+-[0-9]+[a-z]?")
@@ -323,10 +323,12 @@ def _flag(raw: object, where: str) -> bool:
 
 
 def _choice(raw: object, where: str, choices: type[E]) -> E:
-    try:
-        return choices(raw)
-    except ValueError:
-        raise _Invalid(f"{where}: {raw!r} is not one of {', '.join(choices)}") from None
+    if isinstance(raw, str):  # the values of a StrEnum are strings, so nothing else is one of them
+        try:
+            return choices(raw)
+        except ValueError:
+            pass
+    raise _Invalid(f"{where}: {raw!r} is not one of {', '.join(choices)}")
 
 
 def _list(raw: object, where: str, item: Callable[[object, str], T]) -> tuple[T, ...]:

@@ -3,8 +3,8 @@ after a run, and after a run that was interrupted before its tests' own teardown
 
 from __future__ import annotations
 
-from conformance.lib.special_claim import RESOURCE_API, allocation_results
-from kube.api import TRANSIENT_ERRORS, Api, Obj
+from conformance.lib.special_claim import allocation_results
+from kube.api import RESOURCE_API, TRANSIENT_ERRORS, Api, Obj
 from kube.waits import wait_for
 
 LABEL = "kep5004.io/test"

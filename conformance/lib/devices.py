@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from conformance.lib.checks import Findings
 from conformance.lib.profile import NAMES_REQUESTS, Probe, Profile
-from conformance.lib.special_claim import RESOURCE_API, claim_status
+from conformance.lib.special_claim import claim_status
 from conformance.lib.workloads import probe_container
-from kube.api import Api, Obj
+from kube.api import RESOURCE_API, Api, Obj
 
 
 def device_ids(api: Api, profile: Profile) -> dict[tuple[str, str], str]:
@@ -36,6 +36,7 @@ def expected_per_container(
     the request's devices, or the request itself for a probe that names requests (read from the
     pod's status alone, so it holds after the claim is gone)."""
     status = claim_status(pod)
+    assert status is not None, "expected_per_container is for a pod whose status names its special claim"
     wanted: dict[str, set[str]] = {}
     for m in status["requestMappings"]:
         if probe.names_devices:
@@ -51,8 +52,9 @@ def expected_per_container(
     return {c: sorted(v) for c, v in wanted.items()}
 
 
-def user_claim_names(pod: Obj) -> dict[str, str]:
-    """pod-level claim name (spec.resourceClaims[].name) -> ResourceClaim name (generated ones from status)."""
+def user_claim_names(pod: Obj) -> dict[str, str | None]:
+    """pod-level claim name (spec.resourceClaims[].name) -> ResourceClaim name (generated ones from status;
+    None while the status names none yet)."""
     generated = {
         s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
     }
@@ -71,14 +73,15 @@ def user_claim_devices(api: Api, profile: Profile, pod: Obj, ids: dict[tuple[str
     spec = pod["spec"]
     for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
         for ref in (c.get("resources") or {}).get("claims") or []:
-            claim = claim_of.get(ref["name"]) and api.get(RESOURCE_API, "ResourceClaim", claim_of[ref["name"]], ns)
+            name = claim_of.get(ref["name"]) or ""
+            claim = api.get(RESOURCE_API, "ResourceClaim", name, ns) if name else None
             results = (
                 (((claim or {}).get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
             )
             wanted.setdefault(c["name"], []).extend(
                 ids.get((r["pool"], r["device"]), f"?{r['device']}")
                 if profile.probe.names_devices
-                else profile.probe.request_id(claim["metadata"]["name"], r["request"])
+                else profile.probe.request_id(name, r["request"])
                 for r in results
                 if r["driver"] == profile.driver and ref.get("request") in (None, r["request"])
             )

@@ -6,7 +6,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import allure
 import yaml
@@ -82,7 +82,7 @@ def collect(
     return written
 
 
-def _events(events: list[Obj]) -> list[dict]:
+def _events(events: list[Obj]) -> list[dict[str, Any]]:
     return sorted(
         (
             {
@@ -110,14 +110,15 @@ def _driver_logs(api: Api, namespace: str, selector: str | None, dest: Path, rea
         return [path]
     written = []
     for pod in pods:
+        # Optional in the generated models, always set on a pod the API server lists.
+        assert pod.metadata is not None and pod.metadata.name is not None and pod.spec is not None
+        name = pod.metadata.name
         for container in pod.spec.containers:
             try:
-                text = core.read_namespaced_pod_log(
-                    pod.metadata.name, namespace, container=container.name, tail_lines=500
-                )
+                text = core.read_namespaced_pod_log(name, namespace, container=container.name, tail_lines=500)
             except Exception as err:  # a crashed or pending pod has no log: say so in the file
                 text = f"(no log: {err})"
-            path = dest / f"driver-{pod.metadata.name}-{container.name}.log"
+            path = dest / f"driver-{name}-{container.name}.log"
             path.write_text(text)
             written.append(path)
     return written

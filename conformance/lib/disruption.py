@@ -14,6 +14,7 @@ import pytest
 from conformance.lib import driver_setup, driver_state, pods, recovery, scenario, survivors
 from conformance.lib.checks import Checks
 from conformance.lib.special_claim import allocated_devices
+from conformance.lib.target import Target
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
@@ -21,7 +22,7 @@ RUNNING = ["running-1", "running-2"]
 ARRIVING = ["arriving-1", "arriving-2", "arriving-3"]
 
 
-def driver_pods_on(target, node: str) -> list[Obj]:
+def driver_pods_on(target: Target, node: str) -> list[Obj]:
     """The driver's running pods on `node` (the profile's driverPods namespace and selector)."""
     p = target.profile
     if not (p.driver_namespace and p.driver_selector):
@@ -40,7 +41,7 @@ def driver_pods_on(target, node: str) -> list[Obj]:
     return found
 
 
-def gpu_pod(target, name: str, node: str, restart: str = "Never") -> Obj:
+def gpu_pod(target: Target, name: str, node: str, restart: str = "Never") -> Obj:
     p = target.profile
     return pods.pinned(
         pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})], restart=restart), node
@@ -48,7 +49,7 @@ def gpu_pod(target, name: str, node: str, restart: str = "Never") -> Obj:
 
 
 def start_served(
-    target, check: Checks, rid: str, namespace: str, node: str, restart: str = "Never"
+    target: Target, check: Checks, rid: str, namespace: str, node: str, restart: str = "Never"
 ) -> list[survivors.Snapshot]:
     """The pods running before the disruption, verified end to end (as `rid`) and remembered."""
     return [
@@ -59,7 +60,7 @@ def start_served(
     ]
 
 
-def arrive(target, namespace: str, node: str, names: list[str] = ARRIVING) -> None:
+def arrive(target: Target, namespace: str, node: str, names: list[str] = ARRIVING) -> None:
     for name in names:
         target.api.create(gpu_pod(target, name, node), namespace)
 
@@ -97,7 +98,7 @@ def check_hit_preparation(check: Checks, rid: str, in_window: list[str], what: s
 
 
 def kubelet_restarted(
-    target,
+    target: Target,
     check: Checks,
     namespace: str,
     node: str,
@@ -117,7 +118,7 @@ def kubelet_restarted(
 
 
 def machine_restarted(
-    target,
+    target: Target,
     check: Checks,
     namespace: str,
     node: str,
@@ -144,7 +145,7 @@ def machine_restarted(
 
 
 def driver_killed_while_preparing(
-    target,
+    target: Target,
     check: Checks,
     namespace: str,
     node: str,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from conformance.lib import cleanup, pods
 from conformance.lib.profile import Profile
@@ -42,20 +43,22 @@ def fake_driver_values(profile: Profile, image: str) -> dict[str, str]:
     }
 
 
-def deploy_fake_driver(kubectl, profile: Profile, image: str) -> None:
+def deploy_fake_driver(kubectl: Callable[..., str], profile: Profile, image: str) -> None:
     """kubectl: a callable running kubectl against the cluster (args..., input=...)."""
     values = fake_driver_values(profile, image)
     kubectl("apply", "-f", "-", input=manifests.render_driver(values))
     kubectl("apply", "-f", "-", input=manifests.render_deviceclasses(values))
 
 
-def uninstall_fake_driver(kubectl, profile: Profile, image: str) -> None:
+def uninstall_fake_driver(kubectl: Callable[..., str], profile: Profile, image: str) -> None:
     values = fake_driver_values(profile, image)
     kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", input=manifests.render_deviceclasses(values))
     kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", input=manifests.render_driver(values))
 
 
-def remove_fake_driver(api: Api, kubectl, profile: Profile, image: str, sweep: bool = True) -> list[str]:
+def remove_fake_driver(
+    api: Api, kubectl: Callable[..., str], profile: Profile, image: str, sweep: bool = True
+) -> list[str]:
     """Uninstall the fake driver, after the suite's objects are gone (unless not `sweep`): a pod
     still terminating when its driver goes can never have its claim unprepared, and stays (with
     the claim and its namespace) for good. Returns what was swept."""

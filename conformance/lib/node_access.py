@@ -117,7 +117,7 @@ def _starting(api: Api, node: str) -> list[Obj]:
 
 def _stamp(event: Obj) -> str:
     """When the event last happened, in the API server's RFC 3339 seconds (comparable as text)."""
-    return max(
+    last: str = max(
         filter(
             None,
             (
@@ -128,6 +128,7 @@ def _stamp(event: Obj) -> str:
             ),
         )
     )
+    return last
 
 
 def started_since(api: Api, node: str, since: str) -> bool:

@@ -102,7 +102,12 @@ def required(profile: Profile, disruptive: bool = False) -> tuple[Permission, ..
         + (DISRUPT if disruptive else ())
     )
     seen = {str(p) for p in REQUIRED}
-    return REQUIRED + tuple(p for p in extra if not (str(p) in seen or seen.add(str(p))))
+    more: list[Permission] = []
+    for p in extra:
+        if str(p) not in seen:
+            seen.add(str(p))
+            more.append(p)
+    return REQUIRED + tuple(more)
 
 
 def _allowed(api: Api, p: Permission) -> bool:
@@ -128,7 +133,7 @@ def missing(api: Api, needed: tuple[Permission, ...]) -> list[Permission]:
     return [p for p in needed if not _allowed(api, p)]
 
 
-def cluster_role_rules(needed: tuple[Permission, ...]) -> list[dict]:
+def cluster_role_rules(needed: tuple[Permission, ...]) -> list[dict[str, list[str]]]:
     """The RBAC rules granting exactly `needed`: what a ServiceAccount running the suite needs."""
     by_resource: dict[tuple[str, str], list[str]] = {}
     paths: dict[str, list[str]] = {}

@@ -6,12 +6,14 @@ import json
 import time
 import uuid as _uuid
 
+import pytest
+
 from conformance.lib import node_failures
 from conformance.lib.checks import Checks
 from conformance.lib.cleanup import labelled
 from conformance.lib.profile import Profile
-from conformance.lib.special_claim import RESOURCE_API, allocated_devices
-from kube.api import Api, Obj
+from conformance.lib.special_claim import allocated_devices
+from kube.api import RESOURCE_API, Api, Obj
 from kube.waits import WaitTimeout, holds_for, wait_for
 
 SLEEP = "trap 'exit 0' TERM; sleep 3600 & wait"
@@ -171,7 +173,7 @@ def device_class(name: str, driver: str, extended_resource_name: str | None = No
 
 def create_device_class(
     api: Api,
-    request,
+    request: pytest.FixtureRequest,
     driver: str,
     extended_resource_name: str | None = None,
     prefix: str = "cls",

@@ -30,8 +30,8 @@ from conformance.lib import cleanup, pods
 from conformance.lib.checks import FAILED, NOT_TESTED, PASSED
 from conformance.lib.driver_setup import dra_nodes, published_devices
 from conformance.lib.profile import Profile
-from conformance.lib.special_claim import CLAIM_LIMIT, RESOURCE_API, allocation_results
-from kube.api import Api
+from conformance.lib.special_claim import CLAIM_LIMIT, allocation_results
+from kube.api import RESOURCE_API, Api, Obj
 from kube.features import VERSIONS, DRAExtendedResource
 from kube.waits import WaitTimeout, wait_for
 
@@ -144,7 +144,7 @@ def pool_item(api: Api, profile: Profile) -> Item:
     on one node that exists, and each device name once in the pool."""
     slices = [s for s in api.list(RESOURCE_API, "ResourceSlice") if s["spec"]["driver"] == profile.driver]
     nodes = {n["metadata"]["name"] for n in api.list("v1", "Node")}
-    pools: dict[str, list[dict]] = {}
+    pools: dict[str, list[Obj]] = {}
     for s in slices:
         pools.setdefault(s["spec"]["pool"]["name"], []).append(s)
     problems = []
@@ -189,7 +189,7 @@ def selector_items(api: Api, profile: Profile, timeout: float = 90) -> list[Item
                 if profile.devices_on(node) <= CLAIM_LIMIT
                 else {"allocationMode": "ExactCount", "count": CLAIM_LIMIT}
             )
-            claim = {
+            claim: Obj = {
                 "apiVersion": RESOURCE_API,
                 "kind": "ResourceClaim",
                 "metadata": {"name": f"canary-{node}"[:63]},

@@ -12,6 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from jsonschema import Draft202012Validator, ValidationError
@@ -236,7 +237,7 @@ def _alternatives(error: ValidationError) -> str:
     return f" ({'; '.join(reasons)})" if reasons else ""
 
 
-def _semantic_problems(raw: dict, path: Path) -> list[str]:
+def _semantic_problems(raw: dict[str, Any], path: Path) -> list[str]:
     """What a schema cannot say: valid regular expressions with the right groups, a valid
     extended resource name, an existing workload directory, distinct node mode values. (Whether
     fakeDriver's settings are the fake driver's is its own: conformance/lib/driver_setup.py.) Run beside the schema's checks, so it reads only what has the right shape
@@ -246,7 +247,7 @@ def _semantic_problems(raw: dict, path: Path) -> list[str]:
     if isinstance(name, str) and (why := extended_resource_name_problem(name)):
         problems.append(f"extendedResourceName: {name!r} is not a valid extended resource name: {why}")
     channels = _at(raw, "probe", "channels")
-    patterns = {
+    candidates = {
         "probe.pattern": (_at(raw, "probe", "pattern"), "id"),
         **{
             f"probe.channels.{n}": (t.get("pattern") if isinstance(t, dict) else t, "id")
@@ -255,7 +256,7 @@ def _semantic_problems(raw: dict, path: Path) -> list[str]:
         "nodeState.pattern": (_at(raw, "nodeState", "pattern"), "uid"),
         "probe.nothing": (_at(raw, "probe", "nothing"), None),
     }
-    patterns = {where: (text, group) for where, (text, group) in patterns.items() if isinstance(text, str)}
+    patterns = {where: (text, group) for where, (text, group) in candidates.items() if isinstance(text, str)}
     for where, (text, group) in patterns.items():
         try:
             if group and group not in re.compile(text).groupindex:
@@ -296,7 +297,7 @@ def _at(raw: object, *keys: str) -> object:
     return raw
 
 
-def _parse(raw: dict, path: Path) -> Profile:
+def _parse(raw: dict[str, Any], path: Path) -> Profile:
     probe, selectors = raw["probe"], raw["nodeSelector"]
     state, modes = raw.get("nodeState"), raw.get("nodeModes")
     return Profile(
@@ -341,7 +342,7 @@ def _parse(raw: dict, path: Path) -> Profile:
     )
 
 
-def _probe(raw: dict) -> Probe:
+def _probe(raw: dict[str, Any]) -> Probe:
     request_id = raw.get("requestId") or {}
     return Probe(
         tuple(raw["command"]),
@@ -356,14 +357,14 @@ def _probe(raw: dict) -> Probe:
     )
 
 
-def _channel(name: str, raw: str | dict) -> Channel:
+def _channel(name: str, raw: str | dict[str, Any]) -> Channel:
     """A pattern alone shows the probe's ids; {pattern, deviceIdAttribute?} ids of its own."""
     if isinstance(raw, str):
         return Channel(name, re.compile(raw, re.MULTILINE))
     return Channel(name, re.compile(raw["pattern"], re.MULTILINE), own_ids=True, attribute=raw.get("deviceIdAttribute"))
 
 
-def _node_access(raw: dict | None, workload_image: str) -> NodeAccess | None:
+def _node_access(raw: dict[str, Any] | None, workload_image: str) -> NodeAccess | None:
     if raw is None:
         return None
     access = NodeAccess(raw.get("image", workload_image), reboot=tuple(raw.get("reboot") or ()))

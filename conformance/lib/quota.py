@@ -14,7 +14,7 @@ import json
 from kubernetes.utils.quantity import parse_quantity
 
 from conformance.lib.special_claim import IMPLICIT_PREFIX
-from kube.api import Api
+from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for
 
 CLAIM_COUNT = "count/resourceclaims.resource.k8s.io"
@@ -28,7 +28,7 @@ def implicit_key(cls: str) -> str:
     return f"requests.{IMPLICIT_PREFIX}{cls}"
 
 
-def quota(name: str, keys: list[str], limit: int = 20) -> dict:
+def quota(name: str, keys: list[str], limit: int = 20) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -37,12 +37,12 @@ def quota(name: str, keys: list[str], limit: int = 20) -> dict:
     }
 
 
-def used(api, namespace: str, name: str) -> dict[str, int]:
+def used(api: Api, namespace: str, name: str) -> dict[str, int]:
     q = api.get("v1", "ResourceQuota", name, namespace) or {}
     return {k: int(parse_quantity(v)) for k, v in ((q.get("status") or {}).get("used") or {}).items()}
 
 
-def settle(api, namespace: str, name: str, expected: dict[str, int], timeout: float = 90) -> dict[str, int]:
+def settle(api: Api, namespace: str, name: str, expected: dict[str, int], timeout: float = 90) -> dict[str, int]:
     """Wait until status.used shows the expected values (admission and the quota controller
     update it asynchronously); return what it shows in the end, matching or not."""
 

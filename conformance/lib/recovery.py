@@ -14,9 +14,10 @@ from conformance.lib import devices, driver_state, pods, scenario
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
 from conformance.lib.scenario import Served
-from conformance.lib.special_claim import RESOURCE_API, allocated_devices, is_special, special_claim, special_claims_of
+from conformance.lib.special_claim import allocated_devices, is_special, special_claim, special_claims_of
 from conformance.lib.survivors import Snapshot
-from kube.api import TRANSIENT_ERRORS, Api
+from conformance.lib.target import Target
+from kube.api import RESOURCE_API, TRANSIENT_ERRORS, Api, Obj
 from kube.waits import wait_for
 
 # Garbage collection of a deleted pod's claim: upstream's tests allow up to three minutes.
@@ -24,7 +25,7 @@ GC_TIMEOUT = 180
 
 
 def converged(
-    target,
+    target: Target,
     check: Checks,
     rid: str,
     namespace: str,
@@ -98,7 +99,9 @@ def not_running_described(api: Api, namespace: str, names: list[str]) -> str:
     return "; ".join(pods.summary(api, namespace, n) for n in not_running(api, namespace, names))
 
 
-def wait_restarted(target, check: Checks, rid: str, snaps: list[Snapshot], after: str, timeout: float = 300) -> None:
+def wait_restarted(
+    target: Target, check: Checks, rid: str, snaps: list[Snapshot], after: str, timeout: float = 300
+) -> None:
     """`rid`: every container of the pods in `snaps` ran again after `after` (its restart count
     went up and it is ready). Until then the pod's status still shows the containers from before,
     and what they saw says nothing about the restart."""
@@ -107,9 +110,7 @@ def wait_restarted(target, check: Checks, rid: str, snaps: list[Snapshot], after
     def pending() -> list[str]:
         waiting = []
         for snap in snaps:
-            statuses = (api.get("v1", "Pod", snap.name, snap.namespace).get("status") or {}).get(
-                "containerStatuses"
-            ) or []
+            statuses = (pods.get(api, snap.namespace, snap.name).get("status") or {}).get("containerStatuses") or []
             if not statuses or any(
                 s.get("restartCount", 0) <= snap.restarts.get(s["name"], 0) or not s.get("ready") for s in statuses
             ):
@@ -157,7 +158,12 @@ def claims_of_pods_on(served: list[Served]) -> dict[str, set[str]]:
 
 
 def check_driver_holds_its_pods_claims(
-    target, check: Checks, rid: str, served: list[Served], after: str, held_at_start: Mapping[str, frozenset[str]]
+    target: Target,
+    check: Checks,
+    rid: str,
+    served: list[Served],
+    after: str,
+    held_at_start: Mapping[str, frozenset[str]],
 ) -> None:
     """`rid`: on each node, the driver holds prepared every claim of the pods running there and
     none that no longer exists, but for those it held before the test began (the kubelet's
@@ -207,7 +213,7 @@ LEFTOVER_CLAIM_DELETED = ("cannot schedule extended resource claim", "deletion o
 def left_for_periodic_retry(api: Api, namespace: str, names: list[str]) -> list[str]:
     """Those of the named pods whose last scheduling attempt ended as BUG-11 leaves them."""
 
-    def marked(pod: dict | None) -> bool:
+    def marked(pod: Obj | None) -> bool:
         message = pods.condition(pod or {}, "PodScheduled").get("message") or ""
         return all(mark in message for mark in LEFTOVER_CLAIM_DELETED)
 

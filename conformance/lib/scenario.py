@@ -8,6 +8,7 @@ from conformance.lib import pods
 from conformance.lib.checks import Checks
 from conformance.lib.devices import check_containers_see, device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.special_claim import check_special_claim, special_claim
+from conformance.lib.target import Target
 from kube.api import Obj
 
 
@@ -20,7 +21,7 @@ class Served:
 
 
 def verify_served(
-    target,
+    target: Target,
     check: Checks,
     pod: Obj,
     classes: dict[str, str] | None = None,
@@ -45,6 +46,7 @@ def verify_served(
     check.all(
         check_special_claim(pod, claim, classes, profile.driver, exact_counts), stop=True, observed=shown, as_id=as_id
     )
+    assert claim is not None, "a missing claim failed ALLOC-7 above, which stopped the test"
     ids = device_ids(api, profile)
     expected = merge(expected_per_container(pod, claim, ids, profile.probe), user_claim_devices(api, profile, pod, ids))
     check.all(check_containers_see(api, profile, pod, expected), observed=shown, as_id=as_id)
@@ -52,7 +54,7 @@ def verify_served(
 
 
 def run_pod_and_verify(
-    target,
+    target: Target,
     check: Checks,
     namespace: str,
     pod_obj: Obj,

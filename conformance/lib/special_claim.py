@@ -251,7 +251,9 @@ def request_naming(pod: Obj, claim: Obj) -> str:
     A long-lived container's mapping must name the request the scheme gives its (container,
     resource); a request that only non-sidecar init containers use (their shared shortfall) must
     carry the scheme name of one of them."""
-    mappings = claim_status(pod)["requestMappings"]
+    status = claim_status(pod)
+    assert status is not None, "request_naming is for a pod whose status names its special claim"
+    mappings = status["requestMappings"]
     shared = plain_init_containers(pod)
     differ = []
     for m in mappings:
@@ -281,7 +283,8 @@ def allocated_devices(claim: Obj) -> list[tuple[str, str]]:
 
 def current_version(api: Api, namespace: str) -> str:
     """The API server's resourceVersion now (of a list in `namespace`): a point to watch from."""
-    return api.resource("v1", "Pod").get(namespace=namespace, limit=1).metadata.resourceVersion
+    version: str = api.resource("v1", "Pod").get(namespace=namespace, limit=1).metadata.resourceVersion
+    return version
 
 
 def as_scheduled(api: Api, namespace: str, name: str, since: str, timeout: int = 60) -> tuple[Obj | None, list[Obj]]:

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks, CheckStopped
 from conformance.lib.scenario import Served
-from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claim_status
+from conformance.lib.special_claim import allocated_devices, claim_status
+from conformance.lib.target import Target
+from kube.api import RESOURCE_API, Api, Obj
 from kube.waits import holds_for
 
 
@@ -29,7 +31,7 @@ class Snapshot:
     seen: dict[str, list[str]]
 
 
-def _restarts(pod: dict) -> dict[str, int]:
+def _restarts(pod: Obj) -> dict[str, int]:
     return {s["name"]: s.get("restartCount", 0) for s in (pod.get("status") or {}).get("containerStatuses") or []}
 
 
@@ -47,7 +49,7 @@ def snapshot(served: Served) -> Snapshot:
     )
 
 
-def _running_unchanged(api, snap: Snapshot) -> bool:
+def _running_unchanged(api: Api, snap: Snapshot) -> bool:
     pod = api.get("v1", "Pod", snap.name, snap.namespace)
     return bool(
         pod
@@ -58,7 +60,7 @@ def _running_unchanged(api, snap: Snapshot) -> bool:
 
 
 def check_unchanged(
-    target,
+    target: Target,
     check: Checks,
     snaps: list[Snapshot],
     req_id: str,
@@ -85,7 +87,7 @@ def check_unchanged(
 
 
 def _check_one(
-    target, check: Checks, before: Snapshot, req_id: str, after: str, classes: dict[str, str] | None
+    target: Target, check: Checks, before: Snapshot, req_id: str, after: str, classes: dict[str, str] | None
 ) -> Served:
     api = target.api
     pod = api.get("v1", "Pod", before.name, before.namespace)
@@ -113,6 +115,7 @@ def _check_one(
             problems.append(f"claim is no longer reserved for the pod (reservedFor uids {reserved})")
     if not check.that(req_id, not problems, f"after {after}: " + pods.observed("; ".join(problems), pod, claim)):
         raise CheckStopped(f"[{req_id}] pod {before.name} did not come through {after} unchanged")
+    assert pod is not None, "a missing pod is a problem above, which stopped the test"
     served = scenario.verify_served(target, check, pod, classes, as_id=req_id)
     check.that(
         req_id,

@@ -13,4 +13,5 @@ def tie_p_value(on_one: int, placements: int) -> float:
     """Two-sided binomial p-value of `on_one` of `placements` pods on one of two nodes, were each
     pod to pick either node with probability 1/2."""
     tail = min(on_one, placements - on_one)
-    return min(1.0, 2 * sum(math.comb(placements, k) for k in range(tail + 1)) / 2**placements)
+    outcomes: int = 2**placements  # typeshed: int ** int is Any (a negative power is a float); a count is not
+    return min(1.0, 2 * sum(math.comb(placements, k) for k in range(tail + 1)) / outcomes)

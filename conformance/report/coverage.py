@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from conformance.report.summary import COLUMNS, FIRST_PROFILE_ONLY
 
@@ -23,16 +24,17 @@ SHORT = {
 }
 
 
-def _cell(r: dict) -> str:
+def _cell(r: dict[str, Any]) -> str:
     elsewhere = next((why for why in r.get("reasons", []) if why.startswith(FIRST_PROFILE_ONLY)), None)
     if r["verdict"] == "not tested" and elsewhere:  # e.g. "- (fake-gpu)": that report has the verdict
         return f"- ({elsewhere[len(FIRST_PROFILE_ONLY) :].split(':')[0].strip()})"
-    return SHORT.get(r["verdict"], r["verdict"])
+    verdict: str = r["verdict"]
+    return SHORT.get(verdict, verdict)
 
 
-def table(summaries: list[dict]) -> str:
+def table(summaries: list[dict[str, Any]]) -> str:
     heads = [f"{s['context'].get('server', '?')} ({s['context'].get('profile', '?')})" for s in summaries]
-    rows = {}
+    rows: dict[str, list[str]] = {}
     for i, s in enumerate(summaries):
         for r in s["requirements"]:
             rows.setdefault(r["id"], [r["title"], *[""] * len(summaries)])[1 + i] = _cell(r)

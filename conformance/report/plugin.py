@@ -81,8 +81,9 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     return result
 
 
+# pytest types user property values as object; the ones this plugin adds (and reads) are text.
 def recorded_checks(report: pytest.TestReport) -> list[Check]:
-    return [Check.from_json(v) for k, v in report.user_properties if k == PROPERTY]
+    return [Check.from_json(str(v)) for k, v in report.user_properties if k == PROPERTY]
 
 
 def _message(report: pytest.TestReport) -> str:
@@ -102,7 +103,7 @@ class ResultsWriter:
         if report.when != "call" and report.passed and not new:
             return
         self.written[report.nodeid] = len(checks)
-        ids = dict(report.user_properties).get("requirements", "")
+        ids = str(dict(report.user_properties).get("requirements", ""))
         record = {
             "test": report.nodeid,
             "when": report.when,

@@ -14,6 +14,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -35,7 +36,7 @@ def product(profile: profiles.Profile) -> dict[str, str]:
     return {"name": profile.driver, "type": "dra-driver", **profile.product}
 
 
-def e2e_log(records: list[dict], summary: dict) -> str:
+def e2e_log(records: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     lines = [
         f"{r['outcome'].upper()} {r['test']} ({r['when']}, {r['duration']} s) requirements: "
         f"{', '.join(r['requirements'])}"
@@ -46,7 +47,7 @@ def e2e_log(records: list[dict], summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme(context: dict, summary: dict, command: str) -> str:
+def readme(context: dict[str, Any], summary: dict[str, Any], command: str) -> str:
     driver = summary["driver"]
     counts = ", ".join(f"{k} {n}" for k, n in summary["counts"].items() if n)
     return f"""# {context.get("driver", "?")}: KEP-5004 conformance

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clusters.versions import KubeVersion, UnknownVersionError
 from conformance.catalogue import catalogue
@@ -48,7 +49,7 @@ class Verdict:
     caused_by: list[str] = field(default_factory=list)  # an error's failed IDs (in the same test)
 
 
-def read_records(path: Path) -> list[dict]:
+def read_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
@@ -70,7 +71,7 @@ def _cause(report: str) -> str:
     return raised[0] if raised else _last_line(report)
 
 
-def _server_minor(context: dict) -> tuple[int, int] | None:
+def _server_minor(context: dict[str, Any]) -> tuple[int, int] | None:
     try:
         server = KubeVersion.of_server(str(context.get("server", "")))
     except UnknownVersionError:  # no cluster ever answered: no version to apply
@@ -85,7 +86,7 @@ class _Test:
     name: str
     cites: set[str] = field(default_factory=set)
     checks: list[Check] = field(default_factory=list)
-    failures: list[dict] = field(default_factory=list)  # records of phases that failed or broke
+    failures: list[dict[str, Any]] = field(default_factory=list)  # records of phases that failed or broke
     skips: list[str] = field(default_factory=list)
 
     def failed_ids(self) -> list[str]:
@@ -103,7 +104,7 @@ class _Outcome:
     caused_by: tuple[str, ...] = ()
 
 
-def _tests(records: list[dict]) -> list[_Test]:
+def _tests(records: list[dict[str, Any]]) -> list[_Test]:
     tests: dict[str, _Test] = {}
     for r in records:
         t = tests.setdefault(r["test"], _Test(r["test"]))
@@ -179,7 +180,7 @@ STAGE_OF_TOPOLOGY = {
 }
 
 
-def _why_untested(req: Requirement, context: dict, skips: list[str]) -> list[str]:
+def _why_untested(req: Requirement, context: dict[str, Any], skips: list[str]) -> list[str]:
     if skips:  # skip messages say "not tested: <why>"; the verdict already says the first part
         return sorted({s.removeprefix(f"{NOT_TESTED}: ") for s in skips})
     if req.topology in IN_PLACE and context.get("first_profile_only"):
@@ -194,7 +195,7 @@ def _why_untested(req: Requirement, context: dict, skips: list[str]) -> list[str
     return []
 
 
-def verdicts(records: list[dict], context: dict | None = None) -> list[Verdict]:
+def verdicts(records: list[dict[str, Any]], context: dict[str, Any] | None = None) -> list[Verdict]:
     context = context or {}
     minor = _server_minor(context)
     tests = _tests(records)
@@ -218,7 +219,9 @@ def verdicts(records: list[dict], context: dict | None = None) -> list[Verdict]:
     return out
 
 
-def _apply_catalogue(req: Requirement, minor: tuple[int, int], context: dict, v: Verdict, evaluated: bool) -> None:
+def _apply_catalogue(
+    req: Requirement, minor: tuple[int, int], context: dict[str, Any], v: Verdict, evaluated: bool
+) -> None:
     """`not applicable` from the catalogue alone: a version outside the requirement's range (a
     failed check still shows), or a gate state the run chose. A gate state the gate-cycle stage
     switches is no reason: unchecked there, the ID is not tested."""
@@ -240,7 +243,7 @@ CERTIFIED, NOT_CERTIFIED, INCOMPLETE = "certified", "not certified", "incomplete
 CERTIFIED_IMPLICIT = "certified for the implicit name only"
 
 
-def driver_verdict(vs: list[Verdict], explicit_name: bool = True) -> dict:
+def driver_verdict(vs: list[Verdict], explicit_name: bool = True) -> dict[str, Any]:
     """The driver's verdict, from the IDs that judge the driver (catalogue `judges`): not certified
     when one failed; incomplete when one erred or was not tested (each listed with why);
     certified otherwise. A deviation is Kubernetes' bug (named), held against no driver.
@@ -278,17 +281,18 @@ def driver_verdict(vs: list[Verdict], explicit_name: bool = True) -> dict:
 FILE = "summary.json"
 
 
-def read(report: Path) -> dict:
+def read(report: Path) -> dict[str, Any]:
     """The summary.json that `write` put in the report directory `report`."""
-    return json.loads((report / FILE).read_text())
+    summary: dict[str, Any] = json.loads((report / FILE).read_text())
+    return summary
 
 
-def verdict_of_each(summary: dict) -> dict[str, str]:
+def verdict_of_each(summary: dict[str, Any]) -> dict[str, str]:
     """requirement ID -> its verdict, from what `read` returned."""
     return {r["id"]: r["verdict"] for r in summary["requirements"]}
 
 
-def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
+def write(records: list[dict[str, Any]], out_dir: Path, context: dict[str, Any]) -> dict[str, int]:
     vs = verdicts(records, context)
     counts = {k: sum(v.verdict == k for v in vs) for k in COLUMNS}
     unclean = [st["stage"] for st in context.get("stages", []) if st.get("error") or st.get("exit")]
@@ -357,5 +361,5 @@ def write(records: list[dict], out_dir: Path, context: dict) -> dict[str, int]:
     return counts
 
 
-def _stage_state(stage: dict) -> str:
+def _stage_state(stage: dict[str, Any]) -> str:
     return f"error: {stage['error']}" if stage.get("error") else f"exit {stage.get('exit')}"

@@ -15,6 +15,7 @@ import sys
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, TypedDict
 
 from conformance.lib.devices import device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.profile import Profile, ProfileError, load
@@ -27,6 +28,14 @@ from kube.waits import WaitTimeout, wait_for
 PROG = "python -m conformance.runner.byo"  # as the installed tool runs it: `kep5004-conformance COMMAND`
 
 
+class ContainerResult(TypedDict):
+    """The device ids a container should see, those its probe showed, and whether they are the same."""
+
+    expected: list[str]
+    seen: list[str]
+    ok: bool
+
+
 @dataclass
 class PodResult:
     pod: str
@@ -34,14 +43,14 @@ class PodResult:
     via_dra: bool
     claim: str | None = None
     devices: list[str] = field(default_factory=list)
-    containers: dict[str, dict] = field(default_factory=dict)  # name -> {expected, seen, ok}
+    containers: dict[str, ContainerResult] = field(default_factory=dict)  # by container name
 
     @property
     def ok(self) -> bool:
         return self.phase in ("Running", "Succeeded") and all(c["ok"] for c in self.containers.values())
 
 
-def examine(api: Api, profile: Profile, pod: Obj, ids: dict) -> PodResult:
+def examine(api: Api, profile: Profile, pod: Obj, ids: dict[tuple[str, str], str]) -> PodResult:
     result = PodResult(pod["metadata"]["name"], (pod.get("status") or {}).get("phase", ""), False)
     claim = special_claim(api, pod)
     expected: dict[str, list[str]] = {}
@@ -118,7 +127,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             raise
         print(f"error: {message}", file=sys.stderr)
         return 2
-    report: dict[str, list[dict]] = {}
+    report: dict[str, list[dict[str, Any]]] = {}
     ok = True
     for path in files:
         results = run_file(api, profile, path, args.timeout, args.keep)

@@ -28,7 +28,7 @@ class Fanout:
     def __init__(self, jobs: int, cwd: Path, log: Callable[[str], None]) -> None:
         self.jobs, self.cwd, self.log = jobs, cwd, log
         self.codes: dict[str, int | None] = {}
-        self._running: dict[str, subprocess.Popen] = {}
+        self._running: dict[str, subprocess.Popen[str]] = {}
         self._stopping = threading.Event()
         self._lock = threading.Lock()  # one line at a time on our stdout
 
@@ -65,6 +65,7 @@ class Fanout:
             )
             self._running[name] = child
         self.log(f"{name}: started (pid {child.pid})")
+        assert child.stdout is not None  # stdout=PIPE
         for line in child.stdout:
             with self._lock:
                 sys.stdout.write(f"[{name}] {line}")

@@ -34,6 +34,7 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+from typing import Any, Literal
 
 import yaml
 
@@ -44,7 +45,7 @@ from conformance.lib import profile as profiles
 from conformance.report import junit, summary
 from conformance.runner.errors import guarded
 from conformance.runner.options import RunOptions, parse
-from kube.api import Api
+from kube.api import Api, Obj
 from kube.waits import wait_for
 
 PROG = "python -m conformance.runner.incluster"  # as the installed tool runs it: `kep5004-conformance COMMAND`
@@ -66,7 +67,7 @@ def log(message: str) -> None:
 # --- manifests -----------------------------------------------------------------------------
 
 
-def manifest(profile_path: Path, image: str, namespace: str = NAME, disruptive: bool = False) -> list[dict]:
+def manifest(profile_path: Path, image: str, namespace: str = NAME, disruptive: bool = False) -> list[Obj]:
     """Everything `kubectl apply -f -` needs to run the suite in the cluster against `profile_path`;
     `disruptive`: the disruptive tests too, and the permissions they need."""
     profile = profiles.load(str(profile_path))  # refuse a bad profile before anything is applied
@@ -146,7 +147,7 @@ def manifest(profile_path: Path, image: str, namespace: str = NAME, disruptive: 
 SONOBUOY_CONFIG_DIR = Path("/tmp/sonobuoy/config")  # where sonobuoy mounts a plugin's config-map
 
 
-def sonobuoy_plugin(profile_path: Path, image: str) -> dict:
+def sonobuoy_plugin(profile_path: Path, image: str) -> dict[str, Any]:
     """A sonobuoy plugin definition running the same image (its fields: docs/certification.md)."""
     profile = profiles.load(str(profile_path))
     return {
@@ -249,6 +250,7 @@ def entrypoint(env: dict[str, str] | None = None) -> int:
         cmd = [sys.executable, "-m", "conformance.runner", *options.to_argv()]
         print(f"[incluster] {shlex.join(cmd)}", flush=True)
         with subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as run:
+            assert run.stdout is not None  # stdout=PIPE
             for line in run.stdout:
                 sys.stdout.write(line)
                 e2e.write(line)
@@ -298,15 +300,15 @@ def fetch(api: Api, namespace: str, dest: Path, timeout: float, prog: str = PROG
     """Wait until the Job's suite wrote its results, copy the tarball to `dest`, let the Job end;
     returns the suite's exit code."""
 
-    def pod() -> dict | None:
+    def pod() -> Obj | None:
         found = api.list("v1", "Pod", namespace, label_selector=f"job-name={NAME}")
         return found[0] if found else None
 
-    def done() -> str:
+    def done() -> str | Literal[False]:
         p = pod()
-        states = {
-            s["name"]: s.get("state") or {} for s in ((p or {}).get("status") or {}).get("containerStatuses") or []
-        }
+        if p is None:
+            return False
+        states = {s["name"]: s.get("state") or {} for s in (p.get("status") or {}).get("containerStatuses") or []}
         if "terminated" in states.get("results", {}):
             # The container that holds the results ended: they can never come (e.g. the image
             # cannot start the suite). Say why now rather than wait out the timeout.
@@ -335,7 +337,9 @@ def fetch(api: Api, namespace: str, dest: Path, timeout: float, prog: str = PROG
         what=f"job {namespace}/{NAME} to write its results",
         describe=lambda: str(((pod() or {}).get("status") or {}).get("containerStatuses")),
     )
-    name = pod()["metadata"]["name"]
+    found = pod()
+    assert found is not None, "done() found it"
+    name = found["metadata"]["name"]
     encoded = api.exec(
         namespace,
         name,
@@ -352,7 +356,8 @@ def fetch(api: Api, namespace: str, dest: Path, timeout: float, prog: str = PROG
         names = tar.getnames()
     log(f"results: {dest} ({dest.stat().st_size} bytes, {len(names)} entries)")
 
-    def suite_exit() -> int | None:
+    def suite_exit() -> tuple[int] | Literal[False]:
+        """(its exit code,) once the suite container ended: a tuple, so that exit code 0 is truthy."""
         state = next(
             (
                 s.get("state") or {}
@@ -361,10 +366,11 @@ def fetch(api: Api, namespace: str, dest: Path, timeout: float, prog: str = PROG
             ),
             {},
         )
-        return state.get("terminated", {}).get("exitCode")
+        code: int | None = state.get("terminated", {}).get("exitCode")
+        return code is not None and (code,)
 
     return wait_for(
-        lambda: suite_exit() is not None and (suite_exit(),),
+        suite_exit,
         timeout=60,
         interval=2,
         what="the suite container's exit code",
