@@ -6,6 +6,7 @@ case carries its requirement IDs and checks as properties (conformance/report/pl
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 PREFIX = "junit-"
@@ -31,6 +32,19 @@ def merge(out: Path, dest: Path) -> Path:
         for suite in root.findall("testsuite") if root.tag == "testsuites" else [root]:
             if not suite.get("name", "").startswith("kep5004 "):
                 suite.set("name", f"kep5004 {path.stem.removeprefix(PREFIX)}")
+            merged.append(suite)
+    ET.ElementTree(merged).write(dest, encoding="utf-8", xml_declaration=True)
+    return dest
+
+
+def merge_reports(reports: list[Path], dest: Path, suite_name: Callable[[Path], str]) -> Path:
+    """Several report directories' runs as one document, each suite named after its run
+    (`suite_name` of the report directory) and its stage."""
+    merged = ET.Element("testsuites", name="kep5004 conformance")
+    for report in reports:
+        run = report / "junit.xml"
+        for suite in ET.parse(run if run.exists() else merge(report, run)).getroot().findall("testsuite"):
+            suite.set("name", f"{suite_name(report)}: {suite.get('name')}")
             merged.append(suite)
     ET.ElementTree(merged).write(dest, encoding="utf-8", xml_declaration=True)
     return dest

@@ -3,8 +3,8 @@
 The nightly matrix runs each Kubernetes version (and profile) on a machine of its own; each run
 leaves its report directories as results bundles (`reports/<target>.tar.gz`; two cells may name
 theirs alike). This unpacks the i-th bundle into OUT/<i>/<target>/ and writes, over all of them, OUT/coverage.md (requirement x run ->
-verdict, each run's driver verdict on the first row) and OUT/junit.xml (every run's suites,
-each named after its run). The same works by hand: `make conformance ARGS="--k8s-versions X"` on
+verdict, each run's driver verdict on the first row), OUT/junit.xml (every run's suites,
+each named after its run) and OUT/html/index.html (where Allure is installed). The same works by hand: `make conformance ARGS="--k8s-versions X"` on
 N machines, then this command over the bundles they left.
 """
 
@@ -13,10 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tarfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conformance.report import coverage, junit, summary
+from conformance.report import combined, summary
 from conformance.report.command import wrote
 
 PROG = "python -m conformance.report.merge"  # as the installed tool runs it: `kep5004-conformance COMMAND`
@@ -44,20 +43,7 @@ def unpack(bundle: Path, out: Path) -> Path:
 
 def merge(out: Path, bundles: list[Path]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    reports = [unpack(b, out / str(i)) for i, b in enumerate(bundles, 1)]
-    summaries = [summary.read(r) for r in reports]
-    (out / "coverage.md").write_text(coverage.table(summaries))
-    merged = ET.Element("testsuites", name="kep5004 conformance")
-    for report in reports:
-        run = junit.merge(report, report / "junit.xml")
-        for suite in ET.parse(run).getroot().findall("testsuite"):
-            context = summary.read(report)["context"]
-            suite.set(
-                "name", f"{context.get('server', report.name)} ({context.get('profile', '?')}): {suite.get('name')}"
-            )
-            merged.append(suite)
-    ET.ElementTree(merged).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)
-    return [out / "coverage.md", out / "junit.xml"]
+    return combined.write(out, [unpack(b, out / str(i)) for i, b in enumerate(bundles, 1)])
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:

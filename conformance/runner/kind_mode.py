@@ -24,7 +24,7 @@ from conformance.runner import driver
 from conformance.runner.fanout import Fanout
 from conformance.runner.options import RunOptions
 from conformance.runner.plan import Step, kind_plan, lanes, run_lanes
-from conformance.runner.reports import Report, StageLog, base_context, finish, fresh, log, report_dirs, write_coverage
+from conformance.runner.reports import Report, StageLog, base_context, finish, fresh, log, report_dirs, write_combined
 from conformance.runner.stages import Stage, Stages
 from conformance.runner.stopping import Interrupts
 from kube.api import Api
@@ -138,7 +138,7 @@ def on_kind(
                 for report in reports:
                     finish(report)
     finally:
-        write_coverage(options.out, outs)
+        write_combined(options.out, outs)
     return passed, outs
 
 
@@ -222,6 +222,6 @@ def versions_at_once(
         # Our working directory, so that relative paths in the arguments (a profile file) still hold.
         codes = Fanout(options.jobs, Path.cwd(), log).run(commands)
     finally:  # also after an interrupt: what finished or was cut short is in the table
-        write_coverage(options.out, outs)
+        write_combined(options.out, outs)
     log("exit codes: " + ", ".join(f"{v} {c}" for v, c in codes.items()))
     return all(c == 0 for c in codes.values()), outs

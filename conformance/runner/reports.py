@@ -17,7 +17,7 @@ from typing import Any
 from clusters.topology import ClusterSpec
 from clusters.versions import KubeVersion
 from conformance.lib import profile as profiles
-from conformance.report import coverage, html, junit, summary
+from conformance.report import combined, html, junit, summary
 
 
 def log(message: str) -> None:
@@ -120,13 +120,16 @@ def report_dirs(
     return [out / report_name(main, profile, i == 0) for i, (_, profile) in enumerate(chosen)]
 
 
-def write_coverage(out: Path, reports: list[Path]) -> None:
-    """coverage.md: every requirement's verdict side by side for these report directories, and
-    one HTML report of them all."""
-    summaries = [summary.read(o) for o in reports if (o / summary.FILE).exists()]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "coverage.md").write_text(coverage.table(summaries))
-    write_html(reports, out / html.HTML, "KEP-5004 conformance")
+def write_combined(out: Path, reports: list[Path]) -> None:
+    """The run's combined files over its report directories: coverage.md, junit.xml, html/."""
+    if not html.allure_bin().exists():
+        log(f"no HTML report {out / html.HTML}: Allure is not installed (make report-tools)")
+    try:
+        written = combined.write(out, reports)
+    except (OSError, subprocess.SubprocessError) as err:  # each report's own files are written all the same
+        log(f"the run's combined report in {out} is incomplete: {' '.join(str(err).split())[:300]}")
+        return
+    log("the whole run: " + ", ".join(str(w) for w in written))
 
 
 def write_html(reports: list[Path], dest: Path, name: str) -> None:

@@ -55,7 +55,8 @@ def test_bundles_of_runs_made_apart_merge_into_one_coverage_table_and_junit(tmp_
         with tarfile.open(bundle, "w:gz") as tar:
             tar.add(report, arcname=report.name)
         bundles.append(bundle)
-    coverage_md, junit_xml = merge.merge(tmp_path / "merged", bundles)
+    coverage_md, junit_xml, page = merge.merge(tmp_path / "merged", bundles)  # Allure from make report-tools
+    assert page == tmp_path / "merged" / "html" / "index.html"
     assert "v1.36.3 (fake-gpu) | v1.36.3 (example-gpu)" in coverage_md.read_text()
     assert [s.get("name") for s in ET.parse(junit_xml).getroot()] == [
         "v1.36.3 (fake-gpu): kep5004 parallel",
