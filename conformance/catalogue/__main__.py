@@ -10,7 +10,7 @@ from conformance.catalogue import CATALOGUE_PATH, load
 from conformance.catalogue.markdown import render
 from conformance.catalogue.spec import FROZEN_PATH, compare, format_frozen, parse_spec, read_frozen
 
-PROG = "python -m conformance.catalogue"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.catalogue"  # its name in usage lines from a checkout (the installed tool passes its own)
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:

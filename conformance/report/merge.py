@@ -18,7 +18,9 @@ from pathlib import Path
 from conformance.report import combined, summary
 from conformance.report.command import wrote
 
-PROG = "python -m conformance.report.merge"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = (
+    "python -m conformance.report.merge"  # its name in usage lines from a checkout (the installed tool passes its own)
+)
 
 
 class MergeError(ValueError):

@@ -23,7 +23,7 @@ from conformance.report import junit
 from conformance.report.command import wrote
 from conformance.report.summary import read, read_records
 
-PROG = "python -m conformance.report.submission"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.report.submission"  # its name in usage lines from a checkout (the installed tool passes its own)
 
 FILES = ("PRODUCT.yaml", "README.md", "e2e.log", "junit_01.xml", "summary.md")
 

@@ -45,7 +45,7 @@ from conformance.runner.errors import guarded
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
-PROG = "python -m conformance.rigs.bench"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.rigs.bench"  # its name in usage lines (a make target of a checkout)
 
 MECHANISMS = ("dra-extended", "device-plugin", "claim-template")
 TEMPLATE = "bench-gpu"

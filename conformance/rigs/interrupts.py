@@ -41,7 +41,7 @@ from conformance.report import summary
 from conformance.runner.errors import guarded
 from conformance.runner.options import RunOptions
 
-PROG = "python -m conformance.rigs.interrupts"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.rigs.interrupts"  # its name in usage lines (a make target of a checkout)
 
 # point -> (a line of the runner's log that shows the point was reached, seconds to wait after it)
 POINTS: dict[str, tuple[str, float]] = {

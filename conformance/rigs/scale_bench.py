@@ -47,7 +47,7 @@ from conformance.runner.errors import guarded
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
-PROG = "python -m conformance.rigs.scale_bench"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.rigs.scale_bench"  # its name in usage lines (a make target of a checkout)
 
 DRIVER = "scale-gpu.kep5004.dev"
 DEVICE_CLASS = "scale-gpu"

@@ -36,7 +36,7 @@ from fake_driver.defects import DEFECTS
 from kube.api import Api
 from kube.waits import wait_for
 
-PROG = "python -m conformance.rigs.selfcheck"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.rigs.selfcheck"  # its name in usage lines (a make target of a checkout)
 
 # The tests each defect is run against: enough to see it, few enough to keep the check short.
 HEADLINE = "test_pod_asking_for_two_devices_runs_with_them"
@@ -224,7 +224,9 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         defects = [d for d in wanted if EXPECTED[d].topology == topology]
         if not defects:
             continue
-        with signals_interrupt(), lifecycle.cluster(ClusterSpec(topology, version), keep=args.keep) as cluster:
+        # Clusters of its own names: a conformance run may use the same versions beside it.
+        spec = ClusterSpec(topology, version, purpose="selfcheck")
+        with signals_interrupt(), lifecycle.cluster(spec, keep=args.keep) as cluster:
             try:
                 baseline = Expectation(
                     tests=" or ".join(sorted({EXPECTED[d].tests for d in defects})), topology=topology

@@ -29,7 +29,7 @@ from conformance.runner.errors import guarded
 from conformance.runner.options import RunOptions
 from conformance.runner.stopping import signals_interrupt
 
-PROG = "python -m conformance.rigs.soak"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.rigs.soak"  # its name in usage lines (a make target of a checkout)
 
 
 def outcomes(out: Path, runs: int) -> dict[str, list[str]]:

@@ -42,7 +42,7 @@ from conformance.runner.options import RunOptions
 from conformance.runner.stopping import signals_interrupt
 from kube.api import Api
 
-PROG = "python -m conformance.rigs.vendor_check"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.rigs.vendor_check"  # its name in usage lines (a make target of a checkout)
 
 # The drivers a rehearsal installs by hand, each described by the shipped profile of its name.
 DRIVERS = ("k8s-test-driver", "example-gpu")
@@ -234,7 +234,9 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     images = BuiltImages.load()
     profile_path = profiles.PROFILES_DIR / f"{args.driver}.yaml"
     profile = profiles.load(str(profile_path))
-    spec = ClusterSpec("dra", default_version())
+    spec = ClusterSpec(
+        "dra", default_version(), purpose="vendor"
+    )  # its own name: a run may use the default version beside it
     with signals_interrupt(), lifecycle.cluster(spec, images, keep=args.keep) as cluster:
         results: dict[str, object] = {}
         try:

@@ -25,7 +25,7 @@ from conformance.runner.errors import guarded, user_error
 from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for
 
-PROG = "python -m conformance.runner.byo"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.runner.byo"  # its name in usage lines from a checkout (the installed tool passes its own)
 
 
 class ContainerResult(TypedDict):

@@ -48,7 +48,7 @@ from conformance.runner.options import RunOptions, parse
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
-PROG = "python -m conformance.runner.incluster"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.runner.incluster"  # its name in usage lines from a checkout (the installed tool passes its own)
 
 NAME = "kep5004-conformance"
 PROFILE_MOUNT = Path("/etc/kep5004")

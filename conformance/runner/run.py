@@ -31,7 +31,7 @@ from conformance.runner.reports import log
 from conformance.runner.stopping import Interrupts, signals_interrupt
 from kube.waits import set_timeout_scale
 
-PROG = "python -m conformance.runner"  # as the installed tool runs it: `kep5004-conformance COMMAND`
+PROG = "python -m conformance.runner"  # its name in usage lines from a checkout (the installed tool passes its own)
 
 # Exit codes: every stage passed; a stage failed; the user's input or host could not be used; interrupted.
 PASSED, FAILED, BAD_INPUT, INTERRUPTED = 0, 1, 2, 130
