@@ -11,7 +11,8 @@ from clusters.images import ImagesMissingError
 from clusters.lease import ClusterInUseError
 from clusters.shell import CommandError
 from clusters.topology import TOPOLOGIES, ClusterSpec, TopologyError, parse_gates
-from clusters.versions import UnknownVersionError, resolve
+from clusters.versions import resolve
+from kube.versions import UnknownVersionError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters.paths import IN_CHECKOUT, REPO_ROOT, cache_root
-from clusters.versions import KubeVersion
+from kube.versions import KubeVersion
 
 
 class ImagesMissingError(RuntimeError):

@@ -23,8 +23,9 @@ from clusters.nodes import KindNodes
 from clusters.paths import state_dir
 from clusters.shell import CommandError, progress, run
 from clusters.topology import CHANGED_IN_PLACE, ClusterSpec, config_hash, render, to_yaml
-from clusters.versions import KubeVersion, default_version, kind_bin, kubernetes_bin
+from clusters.versions import default_version, kind_bin, kubernetes_bin
 from kube.api import Api
+from kube.versions import KubeVersion
 
 
 def kubectl_cmd(kubeconfig: Path, version: KubeVersion | None = None) -> list[str]:

@@ -13,7 +13,8 @@ import pytest
 from clusters import lifecycle
 from clusters.lifecycle import Cluster
 from clusters.topology import ClusterSpec
-from clusters.versions import KubeVersion, resolve, supported_versions
+from clusters.versions import resolve, supported_versions
+from kube.versions import KubeVersion
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -10,7 +10,8 @@ import yaml
 
 from clusters import image_archives, probe_patches
 from clusters.host import HostFacts
-from clusters.versions import FEATURE_GATE, KubeVersion, gate_stage
+from clusters.versions import FEATURE_GATE, gate_stage
+from kube.versions import KubeVersion
 
 MODE_LABEL = "fake-gpu.kep5004.io/mode"
 POD_SUBNET = "10.244.0.0/16"

@@ -16,8 +16,9 @@ from clusters import health, probe_patches
 from clusters.images import BuiltImages
 from clusters.nodes import KindNodes, Node
 from clusters.shell import CommandError, progress
-from clusters.versions import KubeVersion, kubernetes_bin
+from clusters.versions import kubernetes_bin
 from kube.api import Api
+from kube.versions import KubeVersion
 
 STAGE_DIR = "/kep5004/versions"
 BINARIES = ("kubeadm", "kubelet", "kubectl")

@@ -2,48 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import shlex
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from clusters.paths import CLUSTERS_DIR, tools_dir
 from kube.features import VERSIONS, DRAExtendedResource, VersionInfo
+from kube.versions import KubeVersion, UnknownVersionError
 
 FEATURE_GATE = DRAExtendedResource  # the name topology and the suite import
-
-
-class UnknownVersionError(ValueError):
-    pass
-
-
-@dataclass(frozen=True, order=True)
-class KubeVersion:
-    major: int
-    minor: int
-    patch: int
-
-    @classmethod
-    def parse(cls, text: str) -> "KubeVersion":
-        m = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)", text.strip())
-        if not m:
-            raise UnknownVersionError(f"not a Kubernetes release version: {text!r}")
-        return cls(*(int(g) for g in m.groups()))
-
-    @classmethod
-    def of_server(cls, git_version: str) -> "KubeVersion":
-        """The release a server reports as its gitVersion, whatever a distribution appends to it
-        ("v1.37.2+k3s1", "v1.36.3-gke.1200")."""
-        return cls.parse(re.split(r"[+-]", git_version.strip(), maxsplit=1)[0])
-
-    @property
-    def tag(self) -> str:
-        return f"v{self.major}.{self.minor}.{self.patch}"
-
-    @property
-    def short(self) -> str:
-        return f"{self.major}.{self.minor}"
 
 
 @cache
@@ -93,7 +60,7 @@ def resolve(text: str | None) -> KubeVersion:
 
 def gate_stage(version: KubeVersion) -> VersionInfo:
     """How DRAExtendedResource behaves in this minor, from the table in kube/features.py."""
-    row = VERSIONS.row_for((version.major, version.minor))
+    row = VERSIONS.row_for(version.as_minor)
     if row is None:
         raise UnknownVersionError(f"kube/features.py records no {FEATURE_GATE} stage for {version.short}")
     return row

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-Minor = tuple[int, int]
+from kube.versions import Minor, format_minor
 
 # KEP-5004's gate, consulted by kube-apiserver, kube-scheduler, kube-controller-manager and kubelet.
 DRAExtendedResource = "DRAExtendedResource"
 
 GATE_STAGES = ("alpha", "beta", "GA")
-
-
-def format_minor(version: Minor) -> str:
-    return f"{version[0]}.{version[1]}"
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import pytest
 
 from clusters.images import BuiltImages
 from clusters.lifecycle import Cluster
-from clusters.versions import KubeVersion
 from kube.api import Api, Obj
+from kube.versions import KubeVersion
 from kube.waits import holds_for, wait_for
 
 pytestmark = pytest.mark.cluster

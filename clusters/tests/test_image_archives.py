@@ -10,7 +10,7 @@ import pytest
 from clusters import image_archives
 from clusters.host import HostFacts
 from clusters.topology import ClusterSpec, render
-from clusters.versions import KubeVersion
+from kube.versions import KubeVersion
 
 DRIVER = "kep5004/fake-gpu-driver:d1711741ed1a3fe5"
 DRIVER_ID = "sha256:7b33d15da505b42837bb6ccce1092748b639bfda4c2add9fd5fdb246ceda43e2"

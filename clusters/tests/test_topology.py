@@ -7,7 +7,8 @@ import yaml
 
 from clusters.host import HostFacts
 from clusters.topology import MODE_LABEL, ClusterSpec, TopologyError, config_hash, parse_gates, render
-from clusters.versions import FEATURE_GATE, KubeVersion, UnknownVersionError, resolve, supported_versions
+from clusters.versions import FEATURE_GATE, resolve, supported_versions
+from kube.versions import KubeVersion, UnknownVersionError
 
 V135, V136, V137 = (KubeVersion(1, m, 0) for m in (35, 36, 37))
 OUR_HOSTS = HostFacts(cgroup_v1=True, has_cap_sys_resource=False)

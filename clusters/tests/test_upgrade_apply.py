@@ -8,7 +8,7 @@ import pytest
 
 from clusters import health, upgrade
 from clusters.shell import CommandError
-from clusters.versions import KubeVersion
+from kube.versions import KubeVersion
 
 PREFLIGHT = (
     "`kubeadm upgrade apply` exited 1: error execution phase preflight: the version argument is invalid: "

@@ -19,8 +19,8 @@ from conformance.catalogue.model import (
     Status,
     UnknownRequirementError,
 )
-from conformance.catalogue.versions import VersionRange, parse_minor
-from kube.features import Minor, VersionInfo, VersionTable, format_minor
+from kube.features import VersionInfo, VersionTable
+from kube.versions import Minor, VersionRange, format_minor, parse_minor
 
 CATALOGUE_PATH = Path(__file__).with_name("requirements.yaml")
 

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import yaml
 
 from conformance.catalogue.model import Catalogue, Gate, Judges, KnownBug, Requirement, Source, Status
-from conformance.catalogue.versions import VersionRange, parse_minor
-from kube.features import VERSIONS, VersionInfo, VersionTable, format_minor
+from kube.features import VERSIONS, VersionInfo, VersionTable
+from kube.versions import VersionRange, format_minor, parse_minor
 
 SCHEMA_VERSION = 2  # 2: the version table and the gate's name moved to kube/features.py
 REQUIREMENT_ID = re.compile(r"[A-Z]+-[0-9]+[a-z]?")

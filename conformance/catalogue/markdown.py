@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from conformance.catalogue.model import Catalogue, KnownBug, Requirement, Source, Status
-from kube.features import format_minor
+from kube.versions import format_minor
 
 COMMAND = "python -m conformance.catalogue markdown > docs/requirements.md"
 

@@ -8,8 +8,8 @@ import difflib
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from conformance.catalogue.versions import VersionRange
-from kube.features import Minor, VersionTable, format_minor
+from kube.features import VersionTable
+from kube.versions import Minor, VersionRange, format_minor
 
 
 class Gate(StrEnum):

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from conformance.catalogue import catalogue
+from kube.versions import Minor
 
 PASSED = "passed"
 FAILED = "failed"
@@ -164,7 +165,7 @@ class Checks:
         """The cluster contradicts the spec for `rid` through a known upstream bug (`reference`)."""
         self._record(Check(rid, DEVIATES, observed, reference))
 
-    def known_bug(self, rid: str, bug_id: str, minor: tuple[int, int], observed: str) -> None:
+    def known_bug(self, rid: str, bug_id: str, minor: Minor, observed: str) -> None:
         """`observed` contradicts the spec for `rid` in the way known upstream bug `bug_id` does:
         a deviation on the versions the catalogue records it for, a failure anywhere else."""
         bug = catalogue().bug(bug_id)

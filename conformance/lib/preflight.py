@@ -33,6 +33,7 @@ from conformance.lib.profile import Profile
 from conformance.lib.special_claim import CLAIM_LIMIT, allocation_results
 from kube.api import RESOURCE_API, Api, Obj
 from kube.features import VERSIONS, DRAExtendedResource
+from kube.versions import Minor
 from kube.waits import WaitTimeout, wait_for
 
 SCHEDULING_COMPONENTS = ("kube-scheduler", "kube-controller-manager")
@@ -94,7 +95,7 @@ def _flag_gate(api: Api, component: str, expected: bool, default: bool) -> list[
     return items
 
 
-def gate_items(api: Api, minor: tuple[int, int], expected: bool) -> list[Item]:
+def gate_items(api: Api, minor: Minor, expected: bool) -> list[Item]:
     row = VERSIONS.row_for(minor)
     default = bool(row and row.gate_default)
     items = [_metric_gate(api, "gate kube-apiserver", expected)]
@@ -263,7 +264,7 @@ def _selected_on(api: Api, profile: Profile, namespace: str, node: str, timeout:
     )
 
 
-def run(api: Api, profile: Profile, minor: tuple[int, int], gate_expected: bool) -> list[Item]:
+def run(api: Api, profile: Profile, minor: Minor, gate_expected: bool) -> list[Item]:
     items = [
         *gate_items(api, minor, gate_expected),
         deviceclass_item(api, profile),

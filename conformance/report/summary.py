@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusters.versions import KubeVersion, UnknownVersionError
 from conformance.catalogue import catalogue
 from conformance.catalogue.model import Requirement
 from conformance.lib.checks import (
@@ -36,6 +35,7 @@ from conformance.lib.checks import (
     PRECEDENCE,
     Check,
 )
+from kube.versions import KubeVersion, Minor, UnknownVersionError
 
 
 @dataclass
@@ -71,12 +71,12 @@ def _cause(report: str) -> str:
     return raised[0] if raised else _last_line(report)
 
 
-def _server_minor(context: dict[str, Any]) -> tuple[int, int] | None:
+def _server_minor(context: dict[str, Any]) -> Minor | None:
     try:
         server = KubeVersion.of_server(str(context.get("server", "")))
     except UnknownVersionError:  # no cluster ever answered: no version to apply
         return None
-    return server.major, server.minor
+    return server.as_minor
 
 
 @dataclass
@@ -219,9 +219,7 @@ def verdicts(records: list[dict[str, Any]], context: dict[str, Any] | None = Non
     return out
 
 
-def _apply_catalogue(
-    req: Requirement, minor: tuple[int, int], context: dict[str, Any], v: Verdict, evaluated: bool
-) -> None:
+def _apply_catalogue(req: Requirement, minor: Minor, context: dict[str, Any], v: Verdict, evaluated: bool) -> None:
     """`not applicable` from the catalogue alone: a version outside the requirement's range (a
     failed check still shows), or a gate state the run chose. A gate state the gate-cycle stage
     switches is no reason: unchecked there, the ID is not tested."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from clusters.versions import KubeVersion
 from conformance.lib import driver_setup, preflight
 from conformance.runner.reports import Report, log
 from kube.api import Api
 from kube.features import VERSIONS
+from kube.versions import KubeVersion
 from kube.waits import WaitTimeout
 
 
@@ -26,8 +26,8 @@ def run_preflight(api: Api, report: Report, stage: str) -> bool:
     the file and fail with a failed item as their cause. True when nothing failed."""
     context = report.context
     server = KubeVersion.of_server(context["server"])
-    expected = VERSIONS.gate_on((server.major, server.minor), context.get("gate_enabled"))
-    items = preflight.run(api, report.profile, (server.major, server.minor), expected)
+    expected = VERSIONS.gate_on(server.as_minor, context.get("gate_enabled"))
+    items = preflight.run(api, report.profile, server.as_minor, expected)
     report.preflight_file = report.out / f"preflight-{stage}.json"
     preflight.save(items, report.preflight_file)
     context["preflight"] += [{**vars(i), "name": f"{stage}: {i.name}"} for i in items]

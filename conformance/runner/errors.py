@@ -37,8 +37,8 @@ def user_error(err: Exception, kubeconfig: str | None) -> str | None:
     from clusters.images import ImagesMissingError
     from clusters.shell import CommandError
     from clusters.topology import TopologyError
-    from clusters.versions import UnknownVersionError
     from conformance.lib.profile import ProfileError
+    from kube.versions import UnknownVersionError
 
     where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
     text = " ".join(str(err).split())

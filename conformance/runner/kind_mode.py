@@ -17,7 +17,7 @@ from clusters import capacity, lifecycle
 from clusters.host import require_engine
 from clusters.images import BuiltImages
 from clusters.topology import ClusterSpec, feature_gates, parse_gates
-from clusters.versions import KubeVersion, resolve, supported_versions
+from clusters.versions import resolve, supported_versions
 from conformance.lib import driver_setup
 from conformance.lib import profile as profiles
 from conformance.runner import driver
@@ -29,6 +29,7 @@ from conformance.runner.stages import Stage, Stages
 from conformance.runner.stopping import Interrupts
 from kube.api import Api
 from kube.features import DRAExtendedResource
+from kube.versions import KubeVersion
 
 
 def on_kind_cluster(

@@ -6,11 +6,12 @@ from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
 
-from clusters.versions import KubeVersion, upgrade_partner
+from clusters.versions import upgrade_partner
 from conformance.runner.options import RunOptions
 from conformance.runner.reports import log
 from conformance.runner.stages import FAULTS_SUITE, GATE_CYCLE_SUITE, UPGRADE_SUITE, Stage, Stages, serial_suites
 from conformance.runner.stopping import Interrupts
+from kube.versions import KubeVersion
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from clusters.topology import ClusterSpec
-from clusters.versions import KubeVersion
 from conformance.lib import profile as profiles
 from conformance.report import combined, html, junit, summary
+from kube.versions import KubeVersion
 
 
 def log(message: str) -> None:

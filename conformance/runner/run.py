@@ -22,13 +22,13 @@ from pathlib import Path
 from clusters.images import ImagesMissingError
 from clusters.shell import CommandError
 from clusters.topology import TopologyError
-from clusters.versions import UnknownVersionError
 from conformance.lib import profile as profiles
 from conformance.runner.existing import on_existing
 from conformance.runner.kind_mode import on_kind
 from conformance.runner.options import RunOptions, load_profiles, parse
 from conformance.runner.reports import log
 from conformance.runner.stopping import Interrupts, signals_interrupt
+from kube.versions import UnknownVersionError
 from kube.waits import set_timeout_scale
 
 PROG = "python -m conformance.runner"  # its name in usage lines from a checkout (the installed tool passes its own)

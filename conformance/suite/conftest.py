@@ -17,7 +17,6 @@ import pytest
 
 from clusters.nodes import KindNodes
 from clusters.shell import CommandError
-from clusters.versions import KubeVersion
 from conformance.catalogue import catalogue, requirement
 from conformance.lib import cleanup, diagnostics, driver_state, preflight
 from conformance.lib import profile as profiles
@@ -26,6 +25,7 @@ from conformance.lib.driver_setup import dra_nodes
 from conformance.lib.profile import Profile
 from conformance.report.markers import requirement_ids
 from kube.api import Api
+from kube.versions import KubeVersion, Minor
 from kube.waits import set_timeout_scale
 
 pytest_plugins = ["conformance.report.plugin"]
@@ -68,8 +68,8 @@ class Target:
     profile: Profile
 
     @property
-    def minor(self) -> tuple[int, int]:
-        return (self.version.major, self.version.minor)
+    def minor(self) -> Minor:
+        return self.version.as_minor
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,8 @@ from conformance.catalogue import requirement
 from conformance.lib import driver_setup
 from conformance.report.markers import requirement_ids
 from conformance.suite.conftest import Target
-from kube.features import VERSIONS, Minor, format_minor
+from kube.features import VERSIONS
+from kube.versions import Minor, format_minor
 
 
 def off_as(target: Target) -> Minor:

@@ -19,12 +19,13 @@ import pytest
 from clusters import upgrade
 from clusters.images import BuiltImages, ImagesMissingError
 from clusters.nodes import KindNodes
-from clusters.versions import KubeVersion, upgrade_partner
+from clusters.versions import upgrade_partner
 from conformance.lib import driver_setup, pods, scenario, survivors
 from conformance.lib.checks import Checks
 from conformance.lib.special_claim import RESOURCE_API
 from conformance.lib.steps import setup_checks
 from conformance.suite.conftest import Target
+from kube.versions import KubeVersion
 
 pytestmark = pytest.mark.serial
 

@@ -1,13 +1,18 @@
-"""Kubernetes minor versions ("1.35") and inclusive ranges of them, as written in the catalogue."""
+"""Kubernetes versions, in one place: a release ("v1.37.2", also as a server reports it), a
+minor ("1.37") and inclusive ranges of minors as the catalogue writes them."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from kube.features import Minor, format_minor
+Minor = tuple[int, int]
 
 _MINOR = re.compile(r"(\d+)\.(\d+)")
+
+
+def format_minor(version: Minor) -> str:
+    return f"{version[0]}.{version[1]}"
 
 
 def parse_minor(text: object) -> Minor:
@@ -54,3 +59,39 @@ class VersionRange:
         if self.max == self.min:
             return format_minor(self.min)
         return f"{format_minor(self.min)}-{format_minor(self.max)}"
+
+
+class UnknownVersionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, order=True)
+class KubeVersion:
+    major: int
+    minor: int
+    patch: int
+
+    @classmethod
+    def parse(cls, text: str) -> "KubeVersion":
+        m = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)", text.strip())
+        if not m:
+            raise UnknownVersionError(f"not a Kubernetes release version: {text!r}")
+        return cls(*(int(g) for g in m.groups()))
+
+    @classmethod
+    def of_server(cls, git_version: str) -> "KubeVersion":
+        """The release a server reports as its gitVersion, whatever a distribution appends to it
+        ("v1.37.2+k3s1", "v1.36.3-gke.1200")."""
+        return cls.parse(re.split(r"[+-]", git_version.strip(), maxsplit=1)[0])
+
+    @property
+    def tag(self) -> str:
+        return f"v{self.major}.{self.minor}.{self.patch}"
+
+    @property
+    def short(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def as_minor(self) -> Minor:
+        return self.major, self.minor
