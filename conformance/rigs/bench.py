@@ -1,18 +1,25 @@
-"""`python -m conformance.rigs.bench` (`make bench`): three ways to get a GPU, side by side in one run.
+"""`python -m conformance.rigs.bench` (`make bench`): a GPU by the DRA-backed extended resource
+name against the same name served by a device plugin, side by side in one run.
 
-On a `mixed` kind cluster whose fake driver publishes as many GPUs per node as --pods (one DRA
-node, one device-plugin node), batches of --pods one-GPU pods are created at once for each mechanism:
-  - `dra-extended`: the extended resource name, served by DRA on the DRA node (KEP-5004);
+On a `mixed` kind cluster (one DRA node, one device-plugin node, as many GPUs each as the largest
+batch), batches of one-GPU pods ask for the GPU by each mechanism:
+  - `dra-extended`: the extended resource name, served through DRA on the DRA node (KEP-5004);
   - `device-plugin`: the same name, served by the device plugin on the other node;
   - `claim-template`: an ordinary ResourceClaimTemplate of the same DeviceClass, DRA node.
-A watch on the namespace stamps each pod, in milliseconds, when it is first seen, bound to its
-node and Running. From those: bound-to-running latency per pod and scheduling throughput (pods
-bound per second). A pod that fails to start (its phase Failed, e.g. runc's "unable to freeze" on a
-loaded cgroup v1 host) is counted and reported by reason, not waited for, and left out of the latencies.
-Rounds alternate the order of the mechanisms so that drift on a shared host
-hits all alike. No assertion is made on the numbers: ratios against the device plugin are
-printed, and JSON plus two PNG plots (latency distribution, pods bound over time) are written to
---out.
+Two ways of starting a batch, each in every round:
+  - `held`: the pods are created while kube-scheduler is stopped and released at once when it
+    starts again: what is timed is scheduling and the node starting the pod, not how fast this
+    client creates pods. The batch's zero is its first binding (the scheduler's first decision;
+    its own start-up and leader election are left out).
+  - `created`: the pods are created one by one while the scheduler runs; each pod's zero is its
+    creation. Kept beside the other to show how much the client's rate shapes the figures.
+A watch stamps every pod when first seen, bound and Running. Per pod: zero -> bound, bound ->
+Running and zero -> Running in milliseconds; per batch their medians and pods bound per second;
+over --rounds rounds (the mechanisms' order rotating, so that drift on a shared host hits all
+alike) the minimum, median and maximum of each, and of each mechanism's ratio to the device
+plugin's in the same round. A pod that fails to start (e.g. runc's "unable to freeze" on a loaded
+cgroup v1 host) is counted and reported by reason, not waited for. No assertion is made on the
+numbers; JSON and two plots go to --out.
 """
 
 from __future__ import annotations
@@ -20,7 +27,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
 import threading
 import time
@@ -32,22 +38,27 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError
 
-from clusters import lifecycle
+from clusters import lifecycle, scheduler
 from clusters.host import require_engine
 from clusters.images import BuiltImages
+from clusters.lifecycle import Cluster
+from clusters.nodes import KindNodes
 from clusters.paths import REPORTS_DIR
 from clusters.topology import MODE_LABEL, ClusterSpec
 from clusters.versions import resolve
 from conformance.lib import driver_setup, pods
 from conformance.lib.profile import Profile, load
 from conformance.lib.special_claim import RESOURCE_API
+from conformance.rigs.bench_figures import BASE, Batch, PodTimes, plot, summarise, table
 from conformance.runner.errors import guarded
+from conformance.runner.stopping import signals_interrupt
 from kube.api import Api, Obj
 from kube.waits import wait_for
 
 PROG = "python -m conformance.rigs.bench"  # its name in usage lines (a make target of a checkout)
 
-MECHANISMS = ("dra-extended", "device-plugin", "claim-template")
+MECHANISMS = ("device-plugin", "dra-extended", "claim-template")
+METHODS = ("held", "created")
 TEMPLATE = "bench-gpu"
 MAX_PODS_PER_NODE = 100  # kubelet's default maxPods is 110; the node's own daemons take a few
 
@@ -120,15 +131,6 @@ def failure_reason(pod) -> str:
     return (pod.status.reason if pod.status else None) or "Failed"
 
 
-@dataclass(frozen=True)
-class Batch:
-    mechanism: str
-    latencies: list[float]  # bound -> running, s, of the pods that started
-    bound_offsets: list[float]  # s after the first pod of the batch was seen, sorted
-    pods_per_s: float
-    failed: list[str] = field(default_factory=list)  # one reason per pod that failed to start
-
-
 def bench_pod(name: str, profile: Profile, mechanism: str) -> Obj:
     node_mode = "device-plugin" if mechanism == "device-plugin" else "dra"
     if mechanism == "claim-template":
@@ -141,10 +143,21 @@ def bench_pod(name: str, profile: Profile, mechanism: str) -> Obj:
     return p
 
 
-def run_batch(api: Api, ns: str, profile: Profile, podwatch: PodWatch, mechanism: str, count: int) -> Batch:
-    names = [f"{mechanism}-{uuid.uuid4().hex[:6]}" for _ in range(count)]
-    for name in names:
-        api.create(bench_pod(name, profile, mechanism), ns)
+def run_batch(
+    cluster: Cluster, ns: str, profile: Profile, podwatch: PodWatch, method: str, mechanism: str, size: int, r: int
+) -> Batch:
+    api = Api(cluster.kubeconfig)
+    names = [f"{mechanism}-{uuid.uuid4().hex[:6]}" for _ in range(size)]
+
+    def create_all() -> None:
+        for name in names:
+            api.create(bench_pod(name, profile, mechanism), ns)
+
+    if method == "held":
+        with scheduler.paused(cluster.kubeconfig, KindNodes.of_cluster(cluster.name)):
+            create_all()
+    else:
+        create_all()
 
     def settled(name: str) -> bool:
         stamp = podwatch.stamps.get(name)
@@ -154,99 +167,58 @@ def run_batch(api: Api, ns: str, profile: Profile, podwatch: PodWatch, mechanism
         lambda: all(settled(n) for n in names),
         timeout=600,
         interval=1,
-        what=f"{count} {mechanism} pods Running or failed",
-        describe=lambda: f"{sum(map(settled, names))} of {count} Running or failed",
+        what=f"{size} {mechanism} pods Running or failed",
+        describe=lambda: f"{sum(map(settled, names))} of {size} Running or failed",
     )
     stamps = [podwatch.stamps[n] for n in names]
     for name in names:
         api.delete("v1", "Pod", name, ns)
     wait_for(lambda: not api.list("v1", "Pod", ns), timeout=600, interval=2, what=f"the {mechanism} pods to be gone")
-    return batch_of(mechanism, stamps)
+    return batch_of(method, mechanism, size, r, stamps)
 
 
-def batch_of(mechanism: str, stamps: list[Stamps]) -> Batch:
-    """Latency over the pods that started; throughput over the pods bound (a pod may fail after binding)."""
-    start = min(s.seen for s in stamps)
-    bound = sorted(s.bound - start for s in stamps if s.bound is not None)
+def batch_of(method: str, mechanism: str, size: int, r: int, stamps: list[Stamps]) -> Batch:
+    """The pods' times from their method's zero: held, the batch's first binding; created, each
+    pod's creation as the watch saw it."""
+    first_bound = min((s.bound for s in stamps if s.bound is not None), default=0.0)
     return Batch(
+        method,
         mechanism,
-        [s.running - s.bound for s in stamps if s.running],
-        bound,
-        len(bound) / max(bound[-1] if bound else 0, 1e-3),
-        [s.failed for s in stamps if s.failed],
+        size,
+        r,
+        [PodTimes(first_bound if method == "held" else (s.seen or 0.0), s.bound, s.running, s.failed) for s in stamps],
     )
-
-
-def summarise(batches: list[Batch]) -> dict:
-    per = {m: [b for b in batches if b.mechanism == m] for m in MECHANISMS}
-    pooled = {m: [x for b in bs for x in b.latencies] for m, bs in per.items()}
-    failed = {m: [reason for b in bs for reason in b.failed] for m, bs in per.items()}
-    if empty := [m for m, xs in pooled.items() if not xs]:
-        raise RuntimeError(f"no {empty[0]} pod started, nothing to compare: {'; '.join(sorted(set(failed[empty[0]])))}")
-    latency = {m: statistics.median(xs) for m, xs in pooled.items()}
-    p90 = {m: statistics.quantiles(xs, n=10)[-1] if len(xs) > 1 else xs[0] for m, xs in pooled.items()}
-    throughput = {m: statistics.median(b.pods_per_s for b in bs) for m, bs in per.items()}
-    base = "device-plugin"
-    return {
-        "bound_to_running_median_s": latency,
-        "bound_to_running_p90_s": p90,
-        "pods_bound_per_s": throughput,
-        "failed_to_start": {m: len(reasons) for m, reasons in failed.items()},
-        "failure_reasons": {m: sorted(set(reasons)) for m, reasons in failed.items()},
-        "ratio_to_device_plugin": {
-            m: {"latency": latency[m] / latency[base], "throughput": throughput[m] / throughput[base]}
-            for m in MECHANISMS
-        },
-    }
-
-
-def plot(batches: list[Batch], out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    from matplotlib import pyplot as plt
-
-    written = []
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for m in MECHANISMS:
-        values = sorted(x * 1000 for b in batches if b.mechanism == m for x in b.latencies)
-        ax.plot(values, [(i + 1) / len(values) for i in range(len(values))], label=m)
-    ax.set(xlabel="bound -> Running (ms)", ylabel="fraction of pods", title="Latency distribution (CDF)")
-    ax.legend()
-    written.append(out / "bench-latency.png")
-    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for m in MECHANISMS:
-        first = next(b for b in batches if b.mechanism == m)
-        ax.step(first.bound_offsets, range(1, len(first.bound_offsets) + 1), where="post", label=m)
-    ax.set(
-        xlabel="seconds since the batch was created", ylabel="pods bound", title="Scheduling over time (first round)"
-    )
-    ax.legend()
-    written.append(out / "bench-throughput.png")
-    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-    return written
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     ap = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", default=None, help="Kubernetes version (default: the pinned default)")
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--pods", type=int, default=MAX_PODS_PER_NODE, help="pods per batch (one GPU each)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--sizes", default="1,10,100", help="pods per batch, comma-separated (one GPU each)")
+    ap.add_argument("--methods", default=",".join(METHODS), help=f"how batches start: {', '.join(METHODS)}")
+    ap.add_argument("--mechanisms", default=",".join(MECHANISMS), help="ways of asking (device-plugin always)")
     ap.add_argument("--out", type=Path, default=REPORTS_DIR / "bench")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
-    if not 1 <= args.pods <= MAX_PODS_PER_NODE or args.rounds < 1:
-        ap.error(f"--pods must be 1..{MAX_PODS_PER_NODE} (one node's pod limit) and --rounds at least 1")
+    try:
+        sizes = sorted({int(x) for x in args.sizes.split(",")})
+    except ValueError:
+        ap.error(f"--sizes {args.sizes!r}: whole numbers, comma-separated")
+    methods = [m for m in args.methods.split(",") if m]
+    mechanisms = [BASE, *(m for m in args.mechanisms.split(",") if m and m != BASE)]
+    if not (1 <= sizes[0] and sizes[-1] <= MAX_PODS_PER_NODE) or args.rounds < 1:
+        ap.error(f"--sizes must lie in 1..{MAX_PODS_PER_NODE} (one node's pod limit) and --rounds be at least 1")
+    if unknown := set(methods) - set(METHODS) | set(mechanisms) - set(MECHANISMS):
+        ap.error(f"unknown method or mechanism: {', '.join(sorted(unknown))}")
     # What the user typed first, then what the host lacks: a mistake stops us before anything is made.
     version = resolve(args.version)
     require_engine()
     images = BuiltImages.load()
-    # As many GPUs per node as pods in a batch: a batch measures the mechanism, not a queue for devices.
-    profile = dataclasses.replace(load("fake-gpu"), device_counts={"*": args.pods})
-    with lifecycle.cluster(
-        ClusterSpec("mixed", version, purpose="bench"), images, keep=args.keep
-    ) as cluster:  # its own: never a run's
+    # As many GPUs per node as pods in the largest batch: a batch measures the mechanism, not a queue for devices.
+    profile = dataclasses.replace(load("fake-gpu"), device_counts={"*": sizes[-1]})
+    batches: list[Batch] = []
+    spec = ClusterSpec("mixed", version, purpose="bench")  # its own: never a run's
+    with signals_interrupt(), lifecycle.cluster(spec, images, keep=args.keep) as cluster:
         api = Api(cluster.kubeconfig)
         ns = f"bench-{uuid.uuid4().hex[:6]}"
         podwatch: PodWatch | None = None
@@ -264,47 +236,49 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
                 ns,
             )
             podwatch = PodWatch(api, ns)
-            batches = []
             for r in range(args.rounds):
-                order = MECHANISMS[r % len(MECHANISMS) :] + MECHANISMS[: r % len(MECHANISMS)]
-                for mechanism in order:
-                    batch = run_batch(api, ns, profile, podwatch, mechanism, args.pods)
-                    batches.append(batch)
-                    median = f"{statistics.median(batch.latencies) * 1000:.0f} ms" if batch.latencies else "-"
-                    failed = f", {len(batch.failed)} failed to start" if batch.failed else ""
-                    print(
-                        f"round {r + 1} {mechanism:15s}: bound->running median {median}, "
-                        f"{batch.pods_per_s:.1f} pods bound/s{failed}",
-                        flush=True,
-                    )
+                order = mechanisms[r % len(mechanisms) :] + mechanisms[: r % len(mechanisms)]
+                for method in methods:
+                    for size in sizes:
+                        for mechanism in order:
+                            batch = run_batch(cluster, ns, profile, podwatch, method, mechanism, size, r)
+                            batches.append(batch)
+                            end_to_end = batch.figure("end_to_end_ms")
+                            failed = f", {len(batch.failed)} failed to start" if batch.failed else ""
+                            print(
+                                f"[bench] round {r + 1} {method:7s} {size:3d} {mechanism:15s}: end-to-end median "
+                                + (f"{end_to_end:.0f} ms" if end_to_end is not None else "-")
+                                + failed,
+                                file=sys.stderr,
+                                flush=True,
+                            )
         finally:
             if podwatch:
                 podwatch.stop()
-    result = {
-        "cluster": cluster.name,
-        "rounds": args.rounds,
-        "pods_per_batch": args.pods,
-        **summarise(batches),
-        "batches": [dataclasses.asdict(b) for b in batches],
-    }
+    summary = summarise(batches)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench.json").write_text(json.dumps(result, indent=2))
-    plots = plot(batches, args.out)
-    print(
-        f"{'mechanism':15s} {'median ms':>10s} {'p90 ms':>8s} {'pods/s':>7s} {'latency x':>10s} {'throughput x':>13s} "
-        f"{'failed':>7s}"
-    )
-    for m in MECHANISMS:
-        ratio = result["ratio_to_device_plugin"][m]
-        print(
-            f"{m:15s} {result['bound_to_running_median_s'][m] * 1000:10.0f} {result['bound_to_running_p90_s'][m] * 1000:8.0f} "
-            f"{result['pods_bound_per_s'][m]:7.1f} {ratio['latency']:10.2f} {ratio['throughput']:13.2f} "
-            f"{result['failed_to_start'][m]:7d}"
+    (args.out / "bench.json").write_text(
+        json.dumps(
+            {
+                "cluster": spec.name,
+                "rounds": args.rounds,
+                "sizes": sizes,
+                **summary,
+                "failed_to_start": {
+                    m: sorted({why for b in batches if b.mechanism == m for why in b.failed}) for m in mechanisms
+                },
+                "batches": [dataclasses.asdict(b) for b in batches],
+            },
+            indent=1,
         )
-    for m, reasons in result["failure_reasons"].items():
-        for reason in reasons:
-            print(f"{m} pods failed to start: {reason}")
-    print(f"(x: ratio to device-plugin) JSON and plots in {args.out}: {', '.join(p.name for p in plots)}")
+    )
+    plots = plot(summary, args.out)
+    print(table(summary))
+    for b in batches:
+        for why in sorted(set(b.failed)):
+            print(f"round {b.round + 1} {b.method} {b.size} {b.mechanism}: a pod failed to start: {why}")
+    print(f"median [min-max] over {args.rounds} rounds; ratios: same round, above 1 = slower than {BASE}")
+    print(f"JSON and plots in {args.out}: {', '.join(p.name for p in plots)}")
     return 0
 
 

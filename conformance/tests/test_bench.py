@@ -11,35 +11,58 @@ import pytest
 
 from conformance.lib.profile import load
 from conformance.rigs import bench
-from conformance.rigs.bench import MECHANISMS, Batch, bench_pod, plot, summarise
+from conformance.rigs.bench import MECHANISMS, bench_pod
+from conformance.rigs.bench_figures import Batch, PodTimes, plot, summarise, table
 
 
-def _batches() -> list[Batch]:
-    # device-plugin twice as fast to run a pod and to bind the batch as the two DRA ways
+def _batches(rounds: int = 3) -> list[Batch]:
+    """Every DRA pod twice as slow as a device-plugin pod at every step, the rounds a little apart."""
     speed = {"device-plugin": 1.0, "dra-extended": 2.0, "claim-template": 2.0}
     return [
-        Batch(m, [0.5 * speed[m], 1.0 * speed[m]], [0.1, 2.0 * speed[m]], 2 / (2.0 * speed[m]))
-        for _ in range(2)
+        Batch(
+            "held",
+            m,
+            2,
+            r,
+            [PodTimes(0.0, b * speed[m] * (1 + r / 10), (b + 0.5) * speed[m] * (1 + r / 10)) for b in (1.0, 2.0)],
+        )
+        for r in range(rounds)
         for m in MECHANISMS
     ]
 
 
-def test_ratios_are_against_the_device_plugin() -> None:
-    result = summarise(_batches())
-    assert result["ratio_to_device_plugin"]["device-plugin"] == {"latency": 1.0, "throughput": 1.0}
-    assert result["ratio_to_device_plugin"]["dra-extended"] == {"latency": 2.0, "throughput": 0.5}
-    assert result["bound_to_running_median_s"]["device-plugin"] == 0.75
+def test_figures_are_medians_per_batch_and_spreads_over_rounds() -> None:
+    figures = summarise(_batches())["figures"]["held"]["2"]
+    assert figures["device-plugin"]["end_to_end_ms"] == pytest.approx(
+        {"min": 2000.0, "median": 2200.0, "max": 2400.0, "rounds": 3}
+    )
+    assert figures["dra-extended"]["scheduled_to_running_ms"]["median"] == pytest.approx(1100.0)
+
+
+def test_ratios_are_the_same_rounds_against_the_device_plugin_slower_above_one() -> None:
+    ratios = summarise(_batches())["ratios"]["held"]["2"]
+    for figure in ("to_scheduled_ms", "scheduled_to_running_ms", "end_to_end_ms", "pods_bound_per_s"):
+        assert ratios["dra-extended"][figure] == pytest.approx({"min": 2.0, "median": 2.0, "max": 2.0, "rounds": 3})
+    assert ratios["device-plugin"]["end_to_end_ms"]["median"] == 1.0
+
+
+def test_the_table_prints_every_mechanism_and_ratio_side_by_side() -> None:
+    text = table(summarise(_batches()))
+    assert (
+        "held, 2 pod(s) per batch: device-plugin | dra-extended | claim-template | dra-extended/device-plugin" in text
+    )
+    assert "end_to_end_ms            2200 [2000-2400] | 4400 [4000-4800]" in text and "2.00 [2.00-2.00]" in text
 
 
 def test_plots_are_written_as_png(tmp_path: Path) -> None:
-    written = plot(_batches(), tmp_path)
-    assert [p.name for p in written] == ["bench-latency.png", "bench-throughput.png"]
+    written = plot(summarise(_batches()), tmp_path)
+    assert [p.name for p in written] == ["bench-ratio.png", "bench-latency.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
 
 
 def test_each_mechanism_asks_for_its_gpu_its_own_way() -> None:
     profile = load("fake-gpu")
-    dra, dp, claim = (bench_pod("p", profile, m)["spec"] for m in MECHANISMS)
+    dp, dra, claim = (bench_pod("p", profile, m)["spec"] for m in MECHANISMS)
     name = profile.extended_resource_name
     assert dra["containers"][0]["resources"]["limits"] == {name: "1"} == dp["containers"][0]["resources"]["limits"]
     assert (dra["nodeSelector"], dp["nodeSelector"]) == (
@@ -109,16 +132,23 @@ def test_pods_that_failed_to_start_are_counted_not_timed() -> None:
         bench.Stamps(seen=0.2, bound=2.0, running=3.0),
         bench.Stamps(seen=0.1, bound=1.5, failed="StartError: unable to freeze"),
     ]
-    batch = bench.batch_of("dra-extended", stamps)
-    assert batch.latencies == [0.5, 1.0] and batch.failed == ["StartError: unable to freeze"]
-    assert batch.bound_offsets == [1.0, 1.5, 2.0] and batch.pods_per_s == 1.5
-    result = summarise(_batches() + [batch])
-    assert result["failed_to_start"] == {"dra-extended": 1, "device-plugin": 0, "claim-template": 0}
-    assert result["failure_reasons"]["dra-extended"] == ["StartError: unable to freeze"]
+    batch = bench.batch_of("created", "dra-extended", 3, 0, stamps)
+    assert batch.failed == ["StartError: unable to freeze"]
+    assert batch.figure("scheduled_to_running_ms") == pytest.approx(750.0)  # the failed pod is not timed
+    assert batch.figure("to_scheduled_ms") == pytest.approx(1400.0)  # each from its own creation: 1.0, 1.8, 1.4 s
+    assert batch.figure("pods_bound_per_s") == pytest.approx(3.0)  # three bound within one second
 
 
-def test_a_mechanism_with_no_pod_started_is_an_error_naming_why() -> None:
-    nothing = Batch("claim-template", [], [1.0], 1.0, ["StartError: unable to freeze"])
-    batches = [b for b in _batches() if b.mechanism != "claim-template"] + [nothing]
-    with pytest.raises(RuntimeError, match="no claim-template pod started.*unable to freeze"):
-        summarise(batches)
+def test_held_pods_count_from_the_first_binding_of_their_batch() -> None:
+    stamps = [bench.Stamps(seen=0.0, bound=10.0, running=10.5), bench.Stamps(seen=0.1, bound=10.2, running=11.2)]
+    batch = bench.batch_of("held", "device-plugin", 2, 0, stamps)
+    assert (batch.figure("to_scheduled_ms"), batch.figure("end_to_end_ms")) == pytest.approx((100.0, 850.0))
+
+
+def test_a_mechanism_with_no_pod_started_has_no_figure_and_no_ratio() -> None:
+    nothing = Batch("held", "claim-template", 2, 0, [PodTimes(0.0, 1.0, None, "StartError: unable to freeze")])
+    batches = [b for b in _batches(1) if b.mechanism != "claim-template"] + [nothing]
+    summary = summarise(batches)
+    assert summary["figures"]["held"]["2"]["claim-template"]["end_to_end_ms"] is None
+    assert summary["ratios"]["held"]["2"]["claim-template"]["end_to_end_ms"] is None
+    assert "claim-template" in table(summary)
