@@ -1,34 +1,30 @@
 """Reads requirements.yaml into typed objects, refusing anything malformed.
 
-Every problem found is reported at once (CatalogueError.problems), each with its location.
-Keys that the schema does not know are refused, so that a typo cannot hide a field.
-Requirements are checked against a version table, by default kube.features.VERSIONS.
+Its structure is catalogue.schema.json's (JSON Schema, like the profiles'): keys the schema
+does not know are refused, so that a typo cannot hide a field. What a schema cannot say is
+checked here: an ID starting with its area, version ranges in order and apart, references between
+entries, the gate against a version table (by default kube.features.VERSIONS). Every problem
+found is reported at once (CatalogueError.problems), each with its location.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections import Counter
-from collections.abc import Callable
-from enum import StrEnum
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from jsonschema import Draft202012Validator, ValidationError
 
 from conformance.catalogue.model import Catalogue, Gate, Judges, KnownBug, Requirement, Source, Status
 from kube.features import VERSIONS, VersionInfo, VersionTable
 from kube.versions import VersionRange, format_minor, parse_minor
 
-SCHEMA_VERSION = 2  # 2: the version table and the gate's name moved to kube/features.py
-REQUIREMENT_ID = re.compile(r"[A-Z]+-[0-9]+[a-z]?")
-BUG_ID = re.compile(r"BUG-[0-9]+")
-AREA_ID = re.compile(r"[A-Z]+")
-TOPOLOGY_NAME = re.compile(r"[a-z][a-z0-9-]*")
-SPEC_SECTION = re.compile(r"[0-9]+(\.[0-9]+)*")
+SCHEMA = Path(__file__).with_name("catalogue.schema.json")
 
 T = TypeVar("T")
-E = TypeVar("E", bound=StrEnum)
 
 
 class CatalogueError(ValueError):
@@ -38,7 +34,7 @@ class CatalogueError(ValueError):
 
 
 class _Invalid(Exception):
-    """One located problem; ends the parsing of the item it was found in."""
+    """One located problem; ends the reading of the item it was found in."""
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -62,36 +58,67 @@ def load(path: Path, table: VersionTable = VERSIONS) -> Catalogue:
     return parse(raw, str(path), table)
 
 
+def schema_problems(raw: object) -> list[str]:
+    """Every way `raw` departs from the schema, one line each, located."""
+    validator = Draft202012Validator(json.loads(SCHEMA.read_text()))
+    return [_problem(raw, err) for err in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.path)))]
+
+
+def _problem(raw: object, err: ValidationError) -> str:
+    where = _where(raw, list(err.absolute_path))
+    schema: Mapping[str, Any] = err.schema if isinstance(err.schema, Mapping) else {}
+    expected: Any = err.validator_value
+    instance: Any = err.instance
+    described = schema.get("description")
+    if err.validator in ("required", "not") and described:  # a rule between fields, said in its own words
+        return f"{where}: {described}"
+    if err.validator == "required":
+        return f"{where}: missing {', '.join(k for k in expected if k not in instance)}"
+    if err.validator == "additionalProperties":
+        return f"{where}: unknown {', '.join(sorted(set(instance) - set(schema.get('properties', {}))))}"
+    if err.validator == "enum":
+        return f"{where}: {err.instance!r} is not one of {', '.join(expected)}"
+    if err.validator == "const":
+        return f"{where}: expected {expected!r}, got {err.instance!r}"
+    if described:
+        return f"{where}: expected {described}, got {err.instance!r}"
+    return f"{where}: {err.message}"
+
+
+def _where(raw: object, path: list[object]) -> str:
+    """requirements[3] NAME-2.applies.min: list items named with their ID where they have one."""
+    text, node = "", raw
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            if isinstance(node, dict) and isinstance(node.get("id"), str):
+                text += f" {node['id']}"
+        else:
+            text += f".{part}" if text else str(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return text or "top level"
+
+
 def parse(raw: object, origin: str, table: VersionTable) -> Catalogue:
-    problems: list[str] = []
-    try:
-        top = _fields(
-            raw,
-            "top level",
-            ("schema", "gate_components", "areas", "topologies", "requirements"),
-            ("known_bugs", "suite_areas"),
-        )
-        if top["schema"] != SCHEMA_VERSION:
-            raise _Invalid(f"schema: expected {SCHEMA_VERSION}, got {top['schema']!r}")
-        components = _list(top["gate_components"], "gate_components", _text)
-        areas = _names(top["areas"], "areas", AREA_ID)
-        suite_areas = _names(top["suite_areas"], "suite_areas", AREA_ID) if "suite_areas" in top else {}
-        if set(areas) & set(suite_areas):
-            raise _Invalid(f"suite_areas repeats areas: {', '.join(sorted(set(areas) & set(suite_areas)))}")
-        topologies = _names(top["topologies"], "topologies", TOPOLOGY_NAME)
-    except _Invalid as err:
-        raise CatalogueError(origin, [str(err)]) from None
-    bugs = _each(top.get("known_bugs") or [], "known_bugs", _bug, problems)
+    problems = schema_problems(raw)
+    if problems:
+        raise CatalogueError(origin, problems)
+    assert isinstance(raw, dict)  # the schema's top level is an object
+    areas, suite_areas = raw["areas"], raw.get("suite_areas", {})
+    if set(areas) & set(suite_areas):
+        problems.append(f"suite_areas repeats areas: {', '.join(sorted(set(areas) & set(suite_areas)))}")
+    bugs = _each(raw.get("known_bugs", []), "known_bugs", _bug, problems)
     requirements = _each(
-        top["requirements"], "requirements", lambda item, where: _requirement(item, where, table), problems
+        raw["requirements"], "requirements", lambda item, where: _requirement(item, where, table), problems
     )
-    problems += _check_references(requirements, bugs, {**areas, **suite_areas}, topologies, table)
+    problems += _check_references(requirements, bugs, {**areas, **suite_areas}, raw["topologies"], table)
     if problems:
         raise CatalogueError(origin, problems)
     return Catalogue(
-        components,
+        tuple(raw["gate_components"]),
         {**areas, **suite_areas},
-        topologies,
+        dict(raw["topologies"]),
         table,
         tuple(bugs),
         {req.id: req for req in requirements},
@@ -99,69 +126,63 @@ def parse(raw: object, origin: str, table: VersionTable) -> Catalogue:
     )
 
 
-# --- items -------------------------------------------------------------------------------------
+# --- items, their structure already the schema's -----------------------------------------------
 
 
-def _bug(raw: object, where: str) -> KnownBug:
-    bug = _fields(raw, where, ("id", "versions", "summary"), ("fixed_in", "status", "prs", "issues"))
-    bug_id = _id(bug["id"], where, BUG_ID)
+def _bug(bug: dict[str, Any], where: str) -> KnownBug:
     versions = _checked(f"{where}.versions", VersionRange.parse, bug["versions"])
-    fixed_in = None if bug.get("fixed_in") is None else _checked(f"{where}.fixed_in", parse_minor, bug["fixed_in"])
+    fixed_in = None if bug.get("fixed_in") is None else parse_minor(bug["fixed_in"])
     if fixed_in is not None and (versions.max is None or fixed_in <= versions.max):
         raise _Invalid(f"{where}.fixed_in: {format_minor(fixed_in)} is not after the affected versions {versions}")
     return KnownBug(
-        id=bug_id,
+        id=bug["id"],
         versions=versions,
-        summary=_text(bug["summary"], f"{where}.summary"),
+        summary=bug["summary"].strip(),
         fixed_in=fixed_in,
-        status=_choice(bug.get("status", Status.CONFIRMED.value), f"{where}.status", Status),
-        prs=_list(bug.get("prs"), f"{where}.prs", _number),
-        issues=_list(bug.get("issues"), f"{where}.issues", _number),
+        status=Status(bug.get("status", Status.CONFIRMED.value)),
+        prs=tuple(bug.get("prs", ())),
+        issues=tuple(bug.get("issues", ())),
     )
 
 
-def _requirement(raw: object, where: str, table: VersionTable) -> Requirement:
-    req = _fields(
-        raw,
-        where,
-        ("id", "area", "title", "text", "applies", "source", "status", "topology"),
-        ("question", "settled", "by_version", "serial", "informational", "judges", "explicit_name", "bugs", "related"),
-    )
-    req_id = _id(req["id"], where, REQUIREMENT_ID)
-    area = _text(req["area"], f"{where}.area")
+def _requirement(req: dict[str, Any], where: str, table: VersionTable) -> Requirement:
+    req_id, area = req["id"], req["area"]
     if req_id.split("-")[0] != area:
         raise _Invalid(f"{where}: ID {req_id} does not start with its area {area}")
-    applies = _fields(req["applies"], f"{where}.applies", ("min",), ("max", "gate"))
-    status = _choice(req["status"], f"{where}.status", Status)
-    question = _optional_text(req.get("question"), f"{where}.question")
-    settled = _optional_text(req.get("settled"), f"{where}.settled")
-    if (status is not Status.CONFIRMED) != (question is not None):
-        raise _Invalid(
-            f"{where}: an unconfirmed or settled requirement needs a question, a confirmed one must have none"
-        )
-    if (status is Status.SETTLED) != (settled is not None):
-        raise _Invalid(f"{where}: a settled requirement needs the answer (settled:), and only a settled one has it")
+    applies, source = req["applies"], req["source"]
     return Requirement(
         id=req_id,
         area=area,
-        title=_text(req["title"], f"{where}.title"),
-        text=_text(req["text"], f"{where}.text"),
+        title=req["title"].strip(),
+        text=req["text"].strip(),
         versions=_checked(f"{where}.applies", _applies_range, applies),
-        gate=_choice(applies.get("gate", Gate.ENABLED.value), f"{where}.applies.gate", Gate),
-        source=_source(req["source"], f"{where}.source"),
-        status=status,
-        question=question,
-        settled=settled,
-        topology=_text(req["topology"], f"{where}.topology"),
+        gate=Gate(applies.get("gate", Gate.ENABLED.value)),
+        source=Source(
+            spec=source["spec"],
+            kep=source.get("kep"),
+            code=tuple(source.get("code", ())),
+            e2e=tuple(source.get("e2e", ())),
+            prs=tuple(source.get("prs", ())),
+            issues=tuple(source.get("issues", ())),
+            docs=tuple(source.get("docs", ())),
+        ),
+        status=Status(req["status"]),
+        question=_stripped(req.get("question")),
+        settled=_stripped(req.get("settled")),
+        topology=req["topology"].strip(),
         table=table,
         by_version=_by_version(req.get("by_version"), f"{where}.by_version"),
-        serial=_flag(req.get("serial", False), f"{where}.serial"),
-        informational=_flag(req.get("informational", False), f"{where}.informational"),
-        judges=_choice(req.get("judges", Judges.CLUSTER.value), f"{where}.judges", Judges),
-        needs_explicit_name=_flag(req.get("explicit_name", False), f"{where}.explicit_name"),
-        bugs=_list(req.get("bugs"), f"{where}.bugs", _text),
-        related=_list(req.get("related"), f"{where}.related", _text),
+        serial=req.get("serial", False),
+        informational=req.get("informational", False),
+        judges=Judges(req.get("judges", Judges.CLUSTER.value)),
+        needs_explicit_name=req.get("explicit_name", False),
+        bugs=tuple(req.get("bugs", ())),
+        related=tuple(req.get("related", ())),
     )
+
+
+def _stripped(text: str | None) -> str | None:
+    return None if text is None else text.strip()
 
 
 def _applies_range(applies: dict[str, Any]) -> VersionRange:
@@ -169,33 +190,11 @@ def _applies_range(applies: dict[str, Any]) -> VersionRange:
     return VersionRange(parse_minor(applies["min"]), None if high is None else parse_minor(high))
 
 
-def _source(raw: object, where: str) -> Source:
-    src = _fields(raw, where, ("spec",), ("kep", "code", "e2e", "prs", "issues", "docs"))
-    section = _text(src["spec"], f"{where}.spec")
-    if not SPEC_SECTION.fullmatch(section):
-        raise _Invalid(f'{where}.spec: {section!r} is not a section number such as "3.4"')
-    return Source(
-        spec=section,
-        kep=_optional_text(src.get("kep"), f"{where}.kep"),
-        code=_list(src.get("code"), f"{where}.code", _text),
-        e2e=_list(src.get("e2e"), f"{where}.e2e", _text),
-        prs=_list(src.get("prs"), f"{where}.prs", _number),
-        issues=_list(src.get("issues"), f"{where}.issues", _number),
-        docs=_list(src.get("docs"), f"{where}.docs", _text),
-    )
-
-
-def _by_version(raw: object, where: str) -> tuple[tuple[VersionRange, str], ...]:
+def _by_version(raw: dict[str, str] | None, where: str) -> tuple[tuple[VersionRange, str], ...]:
     if raw is None:
         return ()
-    # A single entry would record no difference between versions.
-    if not isinstance(raw, dict) or len(raw) < 2:
-        raise _Invalid(f"{where}: expected a mapping of at least two version ranges to outcomes")
     entries = sorted(
-        (
-            (_checked(f"{where} key {key!r}", VersionRange.parse, key), _text(outcome, f"{where}[{key}]"))
-            for key, outcome in raw.items()
-        ),
+        ((_checked(f"{where} key {key!r}", VersionRange.parse, key), outcome.strip()) for key, outcome in raw.items()),
         key=lambda entry: entry[0].min,
     )
     for (first, _), (second, _) in zip(entries, entries[1:]):
@@ -257,33 +256,18 @@ def _duplicates(kind: str, ids: list[str]) -> list[str]:
     return [f"duplicate {kind} ID {item}" for item, count in Counter(ids).items() if count > 1]
 
 
-# --- field helpers -----------------------------------------------------------------------------
+# --- helpers ------------------------------------------------------------------------------------
 
 
-def _each(raw: object, where: str, parse_item: Callable[[object, str], T], problems: list[str]) -> list[T]:
-    """Parses every item, recording failures in `problems` so that one run reports them all."""
-    if not isinstance(raw, list):
-        problems.append(f"{where}: expected a list")
-        return []
-    parsed = []
+def _each(raw: list[Any], where: str, read: Callable[[Any, str], T], problems: list[str]) -> list[T]:
+    """Reads every item, recording failures in `problems` so that one run reports them all."""
+    read_items = []
     for index, item in enumerate(raw):
-        label = f"{where}[{index}]" + (f" {item['id']}" if isinstance(item, dict) and "id" in item else "")
         try:
-            parsed.append(parse_item(item, label))
+            read_items.append(read(item, f"{where}[{index}] {item['id']}"))
         except _Invalid as err:
             problems.append(str(err))
-    return parsed
-
-
-def _fields(raw: object, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise _Invalid(f"{where}: expected a mapping, got {type(raw).__name__}")
-    missing = [key for key in required if key not in raw]
-    unknown = [str(key) for key in raw if key not in required and key not in optional]
-    if missing or unknown:
-        parts = [f"{label} {', '.join(keys)}" for label, keys in (("missing", missing), ("unknown", unknown)) if keys]
-        raise _Invalid(f"{where}: {'; '.join(parts)}")
-    return raw
+    return read_items
 
 
 def _checked(where: str, convert: Callable[[Any], T], raw: Any) -> T:
@@ -291,59 +275,3 @@ def _checked(where: str, convert: Callable[[Any], T], raw: Any) -> T:
         return convert(raw)
     except ValueError as err:
         raise _Invalid(f"{where}: {err}") from None
-
-
-def _text(raw: object, where: str) -> str:
-    if not isinstance(raw, str) or not raw.strip():
-        raise _Invalid(f"{where}: expected non-empty text, got {raw!r}")
-    return raw.strip()
-
-
-def _optional_text(raw: object, where: str) -> str | None:
-    return None if raw is None else _text(raw, where)
-
-
-def _id(raw: object, where: str, pattern: re.Pattern[str]) -> str:
-    text = _text(raw, f"{where}.id")
-    if not pattern.fullmatch(text):
-        raise _Invalid(f"{where}.id: {text!r} does not match {pattern.pattern}")
-    return text
-
-
-def _number(raw: object, where: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
-        raise _Invalid(f"{where}: expected a positive number, got {raw!r}")
-    return raw
-
-
-def _flag(raw: object, where: str) -> bool:
-    if not isinstance(raw, bool):
-        raise _Invalid(f"{where}: expected true or false, got {raw!r}")
-    return raw
-
-
-def _choice(raw: object, where: str, choices: type[E]) -> E:
-    if isinstance(raw, str):  # the values of a StrEnum are strings, so nothing else is one of them
-        try:
-            return choices(raw)
-        except ValueError:
-            pass
-    raise _Invalid(f"{where}: {raw!r} is not one of {', '.join(choices)}")
-
-
-def _list(raw: object, where: str, item: Callable[[object, str], T]) -> tuple[T, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise _Invalid(f"{where}: expected a list")
-    return tuple(item(value, f"{where}[{index}]") for index, value in enumerate(raw))
-
-
-def _names(raw: object, where: str, pattern: re.Pattern[str]) -> dict[str, str]:
-    """A mapping of names (matching `pattern`) to non-empty descriptions."""
-    if not isinstance(raw, dict) or not raw:
-        raise _Invalid(f"{where}: expected a non-empty mapping")
-    for name in raw:
-        if not isinstance(name, str) or not pattern.fullmatch(name):
-            raise _Invalid(f"{where}: {name!r} does not match {pattern.pattern}")
-    return {name: _text(text, f"{where}.{name}") for name, text in raw.items()}

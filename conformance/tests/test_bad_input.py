@@ -55,7 +55,8 @@ MATRIX = [
 
 # argparse's own refusals: its usage line, then the one error line.
 ARGPARSE = [
-    (["conformance.rigs.bench", "--pods", "0"], ["--pods must be 1..100"]),
+    (["conformance.rigs.bench", "--sizes", "0,10"], ["--sizes must lie in 1..100"]),
+    (["conformance.rigs.bench", "--methods", "fast"], ["unknown method or mechanism: fast"]),
     (["conformance.rigs.soak", "--runs", "1"], ["--runs must be at least 2"]),
     (["conformance.runner.run", "--parallel", "two"], ["--parallel: invalid int value"]),
 ]
