@@ -43,6 +43,7 @@ from clusters.shell import CommandError
 from conformance.lib import permissions
 from conformance.lib import profile as profiles
 from conformance.report import junit, summary
+from conformance.runner import stages
 from conformance.runner.errors import guarded
 from conformance.runner.options import RunOptions, parse
 from kube.api import Api, Obj
@@ -215,7 +216,6 @@ def run_options(env: dict[str, str], kubeconfig: Path, out: Path) -> RunOptions:
 def count_tests(options: RunOptions) -> int:
     """How many tests of the main stages the run will select, for the "Will run N of M specs" line
     (collection only; the mixed stage's tests, run where device-plugin nodes exist, are not counted)."""
-    suite = REPO_ROOT / "conformance" / "suite"
     cmd = [
         sys.executable,
         "-m",
@@ -225,8 +225,7 @@ def count_tests(options: RunOptions) -> int:
         "-p",
         "no:cacheprovider",
         f"--profile={options.profile}",
-        str(suite),
-        *(f"--ignore={suite / d}" for d in ("mixed", "gate_cycle", "upgrade")),
+        *stages.MAIN_PATHS,
         *(["-k", options.k] if options.k else []),
     ]
     output = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True).stdout

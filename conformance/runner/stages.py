@@ -22,6 +22,8 @@ MIXED_SUITE = SUITE / "mixed"  # nodes serving the name both ways
 GATE_CYCLE_SUITE = SUITE / "gate_cycle"  # switches the gate off and on in place
 FAULTS_SUITE = SUITE / "faults"  # kills and restarts components and nodes in place
 UPGRADE_SUITE = SUITE / "upgrade"  # changes the Kubernetes version in place
+# The main stages' part of the suite: everything but the suites needing a cluster of their own.
+MAIN_PATHS = [str(SUITE), *(f"--ignore={d}" for d in (MIXED_SUITE, FAULTS_SUITE, GATE_CYCLE_SUITE, UPGRADE_SUITE))]
 # The suite's pytest settings: in a checkout its pyproject.toml and conftest.py (found by pytest
 # in REPO_ROOT); installed, none at all (not a pytest configuration of whatever directory the
 # tool was installed under), the cluster plugin coming through its pytest11 entry point.
@@ -88,11 +90,9 @@ class Stages:
 
     def main(self, kubeconfig: Path, report: Report) -> list[int]:
         """The suite on a cluster whose nodes serve the name through DRA only."""
-        ignored = (MIXED_SUITE, FAULTS_SUITE, GATE_CYCLE_SUITE, UPGRADE_SUITE)
-        paths = [str(SUITE), *(f"--ignore={d}" for d in ignored)]
-        codes = [self.run("parallel", paths, kubeconfig, report, "not serial", self.options.parallel)]
+        codes = [self.run("parallel", MAIN_PATHS, kubeconfig, report, "not serial", self.options.parallel)]
         if not self.options.no_serial:
-            codes.append(self.run("serial", paths, kubeconfig, report, "serial", 1))
+            codes.append(self.run("serial", MAIN_PATHS, kubeconfig, report, "serial", 1))
         return codes
 
     def mixed(self, kubeconfig: Path, report: Report) -> list[int]:
