@@ -95,7 +95,7 @@ def set_gate(
 
     Kubelets are switched on before the control plane and off after it: a scheduler with the
     gate on binds pods with a special claim that a kubelet with the gate off never prepares,
-    so their containers start without devices (seen on 1.36.3, docs/findings.md).
+    so their containers start without devices (seen on 1.36.3, docs/upstream/gate-enable-order.md).
     With `emulated` (a minor such as "1.36") the control plane emulates it: the way to switch
     off a gate that is locked on in this version, where kubelets (which cannot emulate) are
     left alone (`kubelets=False`); switching back on without `emulated` removes the emulation."""

@@ -3,9 +3,10 @@
 `kind load docker-image` saves the image anew on every call and streams the archive into each
 node through `docker exec`'s stdin, so dockerd and the container shim relay every byte: for the
 346 MB driver image on 24 nodes that was the largest CPU cost of the full job's cluster creation
-(docs/timings.md, 2026-12-05). Here each image is saved once per image id into a directory that
-every node mounts read-only, each node's containerd imports the file itself, and only the nodes
-that run pods (the workers: the control plane is tainted) get the images.
+(docs/timings.md, "Where the full job's CPU goes"). Here each image is saved once per image id
+into a directory that every node mounts read-only, each node's containerd imports the file
+itself, and only the nodes that run pods (the workers: the control plane is tainted) get the
+images.
 """
 
 from __future__ import annotations

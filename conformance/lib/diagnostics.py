@@ -60,7 +60,7 @@ def collect(
         "resourceslices": (RESOURCE_API, "ResourceSlice", None, {}),
         "deviceclasses": (RESOURCE_API, "DeviceClass", None, {}),
         # Where pods (a driver among them) reach the API server: after an upgrade or a restarted
-        # API server, a driver refused there cannot read claims (docs/findings.md, 2026-12-05).
+        # API server, a driver refused there cannot read claims (docs/upstream/downgrade-service-refused.md).
         "apiserver-endpointslices": (
             "discovery.k8s.io/v1",
             "EndpointSlice",

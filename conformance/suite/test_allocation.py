@@ -135,7 +135,8 @@ def test_more_than_32_devices_stays_pending(target: Target, check: Checks, names
         ),
         namespace,
     )
-    # The limit surfaces as reason SchedulerError on 1.36 and 1.37 (docs/findings.md): any reason will do.
+    # The limit surfaces as reason SchedulerError on 1.36 and 1.37, not Unschedulable
+    # (docs/upstream/alloc-3-scheduler-error.md): any reason will do.
     pods.check_stays_unscheduled(api, check, namespace, "over-32", "NEG-4", duration=15, reason=None)
     with check("ALLOC-3", observed=lambda: pods.unscheduled_state(api, namespace, "over-32")):
         pods.wait_event(api, namespace, "over-32", "FailedScheduling", timeout=30)

@@ -4,7 +4,7 @@ Plain HTTP(S) with the standard library. Objects travel as JSON dicts, so fields
 client library survive a read-modify-write and tests can write fixtures as literal dicts. The
 official client is not used here: importing it alone took 0.55 CPU-s at every start of every
 driver pod, and its wheel was two fifths of the driver image that every worker imports
-(docs/timings.md, 2026-12-05).
+(2026-12-05; docs/timings.md, changelog 8fee08c).
 """
 
 from __future__ import annotations

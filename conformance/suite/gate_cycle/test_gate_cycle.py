@@ -33,7 +33,8 @@ from kube.waits import WaitTimeout
 pytestmark = pytest.mark.serial
 EXPLICIT_CLASS_NAME = "example.com/gate-cycle-gpu"  # a name no pod asks for: classes here only test the API
 TOUCHED = "kep5004.io/touched"  # a label and a pod condition of ours: updates that change nothing else
-# A kubelet restarted with the gate off stops running implicit-name pods (docs/findings.md).
+# A kubelet restarted with the gate off stops running implicit-name pods
+# (docs/upstream/bug-9-gate-off-implicit-name-stop.md).
 IMPLICIT_BUG = "BUG-9"
 READMISSION = 60  # s: a restarted kubelet re-admits its running pods within seconds of reporting ready
 
@@ -134,9 +135,10 @@ def test_explicit_name_pods_survive_switching_off(check: Checks, target: Target,
 def test_implicit_name_pods_after_switching_off(
     check: Checks, target: Target, module_namespace: str, gate_off: Before
 ) -> None:
-    """The spec spares running pods whatever name they use. Seen on 1.36.3 (docs/findings.md,
-    BUG-9): a kubelet restarted with the gate off re-admits a running implicit-name pod without
-    leaving the name out of its fit check and stops it (event OutOf<implicit name>)."""
+    """The spec spares running pods whatever name they use. Seen on 1.35.4 and 1.36.3 (BUG-9,
+    docs/upstream/bug-9-gate-off-implicit-name-stop.md): a kubelet restarted with the gate off
+    re-admits a running implicit-name pod without leaving the name out of its fit check and stops
+    it (event OutOf<implicit name>)."""
     api, snap, after = target.api, gate_off.implicit, "switching the gate off"
     try:
         ended = pods.wait_phase(api, module_namespace, snap.name, ("Succeeded", "Failed"), timeout=READMISSION)
