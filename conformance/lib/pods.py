@@ -163,9 +163,11 @@ def wait_unschedulable(api: Api, namespace: str, name: str, timeout: float = 60)
 # --- Helpers for the catalogue tests (allocation, naming, claims, containers, quota, workloads) ---
 
 
-def device_class(name: str, driver: str, extended_resource_name: str | None = None) -> Obj:
-    """A DeviceClass selecting every device of `driver`, optionally with an explicit name."""
-    spec: Obj = {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}
+def device_class(name: str, driver: str, extended_resource_name: str | None = None, selects: str | None = None) -> Obj:
+    """A DeviceClass selecting every device of `driver` (those of them the CEL expression
+    `selects` is true for, where given), optionally with an explicit name."""
+    expression = f'device.driver == "{driver}"' + (f" && ({selects})" if selects else "")
+    spec: Obj = {"selectors": [{"cel": {"expression": expression}}]}
     if extended_resource_name is not None:
         spec["extendedResourceName"] = extended_resource_name
     return labelled({"apiVersion": RESOURCE_API, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec})
@@ -178,10 +180,11 @@ def create_device_class(
     extended_resource_name: str | None = None,
     prefix: str = "cls",
     name: str | None = None,
+    selects: str | None = None,
 ) -> Obj:
     """Create a uniquely named DeviceClass; it is deleted when the test ends unless --keep."""
     name = name or f"{prefix}-{_uuid.uuid4().hex[:8]}.kep5004.io"
-    created = api.create(device_class(name, driver, extended_resource_name))
+    created = api.create(device_class(name, driver, extended_resource_name, selects))
     if not request.config.getoption("--keep"):
         request.addfinalizer(lambda: api.delete(RESOURCE_API, "DeviceClass", name))
     return created
