@@ -98,6 +98,24 @@ def requirement_results(report: dict[str, Any]) -> list[dict[str, Any]]:
     return results
 
 
+def _results_of_run(results: Path, into: Path, target: str) -> None:
+    """A copy of one run's Allure results whose tests are that run's: grouped under its target
+    (as its requirements are) and told apart from the same tests of other runs, which Allure
+    would otherwise show as retries of one another."""
+    into.mkdir(parents=True)
+    for path in results.iterdir():
+        if not path.name.endswith("-result.json"):
+            shutil.copy(path, into / path.name)  # attachments and containers, as they are
+            continue
+        result = json.loads(path.read_text())
+        for key in ("historyId", "testCaseId"):
+            if key in result:
+                result[key] = f"{target}/{result[key]}"
+        labels = [label for label in result.get("labels", []) if label.get("name") != "parentSuite"]
+        result["labels"] = [{"name": "parentSuite", "value": target}, *labels]
+        (into / path.name).write_text(json.dumps(result))
+
+
 def write(reports: list[Path], dest: Path, name: str) -> Path | None:
     """dest/index.html from these report directories (their summary.json and Allure results);
     None, having written nothing, when Allure is not installed or there is nothing to show."""
@@ -105,18 +123,24 @@ def write(reports: list[Path], dest: Path, name: str) -> Path | None:
     found = [r for r in reports if (r / summary.FILE).exists()]
     if not allure.exists() or not found:
         return None
-    for report in found:
+    staging = dest.parent / f".{dest.name}-results"
+    shutil.rmtree(staging, ignore_errors=True)
+    for i, report in enumerate(found):
         written = report / REQUIREMENT_RESULTS
         shutil.rmtree(written, ignore_errors=True)
         written.mkdir()
         for result in requirement_results(summary.read(report)):
             (written / f"{result['uuid']}-result.json").write_text(json.dumps(result))
+        if (report / RESULTS).is_dir():
+            _results_of_run(
+                report / RESULTS, staging / str(i), summary.read(report)["context"].get("target", report.name)
+            )
     config = dest.parent / f".{dest.name}-allurerc.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
     # One file that opens from disk: the report's data inside the page, not fetched beside it.
     config.write_text(json.dumps({"name": name, "plugins": {"awesome": {"options": {"singleFile": True}}}}))
     shutil.rmtree(dest, ignore_errors=True)
-    dirs = [str(r / d) for r in found for d in (RESULTS, REQUIREMENT_RESULTS) if (r / d).is_dir()]
+    dirs = [str(r / REQUIREMENT_RESULTS) for r in found] + [str(d) for d in sorted(staging.glob("*"))]
     try:
         subprocess.run(
             [str(allure), "generate", *dirs, "--config", str(config), "--output", str(dest)],
@@ -127,6 +151,7 @@ def write(reports: list[Path], dest: Path, name: str) -> Path | None:
         )
     finally:
         config.unlink(missing_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
     page = dest / "index.html"
     page.write_text(without_analytics(page.read_text()))
     return page

@@ -4,6 +4,7 @@ the failed test's diagnostics (no cluster needed; Allure from `make report-tools
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -148,3 +149,20 @@ def test_only_a_passed_requirement_and_a_certified_driver_are_green(tmp_path: Pa
         "skipped",
     )
     assert results[0]["name"] == "Driver verdict: incomplete" and results[0]["status"] == "unknown"
+
+
+def test_the_same_test_of_two_runs_stays_two_results_under_their_runs(tmp_path: Path) -> None:
+    """Allure folds results of one historyId into retries: each run's tests get their run's."""
+    result = {"name": "t", "historyId": "h", "testCaseId": "c", "labels": [{"name": "parentSuite", "value": "x"}]}
+    for target in ("kep5004-dra-136", "kep5004-dra-137"):
+        (tmp_path / target).mkdir()
+        (tmp_path / target / "r-result.json").write_text(json.dumps(result))
+        (tmp_path / target / "a-attachment.txt").write_text("events")
+        html._results_of_run(tmp_path / target, tmp_path / "staged" / target, target)
+    staged = [
+        json.loads((tmp_path / "staged" / t / "r-result.json").read_text())
+        for t in ("kep5004-dra-136", "kep5004-dra-137")
+    ]
+    assert [r["historyId"] for r in staged] == ["kep5004-dra-136/h", "kep5004-dra-137/h"]
+    assert staged[0]["labels"] == [{"name": "parentSuite", "value": "kep5004-dra-136"}]
+    assert (tmp_path / "staged" / "kep5004-dra-137" / "a-attachment.txt").read_text() == "events"
