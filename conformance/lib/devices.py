@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+
 from conformance.lib.checks import Findings
 from conformance.lib.profile import NAMES_REQUESTS, Probe, Profile
 from conformance.lib.special_claim import claim_status
@@ -138,3 +141,25 @@ def check_containers_see(api: Api, profile: Profile, pod: Obj, expected: dict[st
                 ids == wanted, "CTR-1", f"container {c['name']}: its {channel} show {ids}, expected {wanted}; {output}"
             )
     return f
+
+
+def one_device(api: Api, driver: str) -> tuple[tuple[str, str], str] | None:
+    """A device of `driver` as (pool, name) and a CEL expression true for it alone: an attribute
+    whose value no other device of the driver shares (CEL sees a device's attributes, not its name)."""
+    attributes: list[tuple[tuple[str, str], str, str]] = []  # (pool, device), qualified name, value as CEL
+    for s in api.list(RESOURCE_API, "ResourceSlice"):
+        if s["spec"]["driver"] != driver:
+            continue
+        for d in s["spec"].get("devices") or []:
+            for name, typed in (d.get("attributes") or {}).items():
+                value = typed.get("string", typed.get("int"))
+                if value is not None:
+                    qualified = name if "/" in name else f"{driver}/{name}"
+                    attributes.append(((s["spec"]["pool"]["name"], d["name"]), qualified, json.dumps(value)))
+    shared = Counter((name, value) for _, name, value in attributes)
+    unique = sorted((device, name, value) for device, name, value in attributes if shared[(name, value)] == 1)
+    if not unique:
+        return None
+    device, qualified, value = unique[-1]
+    domain, name = qualified.rsplit("/", 1)
+    return device, f'device.attributes["{domain}"].{name} == {value}'

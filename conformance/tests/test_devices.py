@@ -118,3 +118,41 @@ def test_a_channel_with_ids_of_its_own_must_name_the_same_devices_its_own_way():
     assert [c.id for c in problems] == [
         "CTR-1"
     ] and "environment variables show ['dev-0'], expected ['dev-2']" in problems[0].message
+
+
+def _slice(pool: str, devices: dict[str, dict[str, dict[str, object]]]) -> dict[str, object]:
+    return {
+        "spec": {
+            "driver": "gpu.example.com",
+            "pool": {"name": pool},
+            "devices": [{"name": n, "attributes": a} for n, a in devices.items()],
+        }
+    }
+
+
+class _Slices:
+    def __init__(self, slices: list[dict[str, object]]) -> None:
+        self.slices = slices
+
+    def list(self, api_version: str, kind: str) -> list[dict[str, object]]:
+        return self.slices
+
+
+def test_one_device_is_told_apart_by_an_attribute_no_other_device_shares() -> None:
+    from conformance.lib.devices import one_device
+
+    api = _Slices(
+        [
+            _slice("a", {"gpu-0": {"model": {"string": "H100"}, "uuid": {"string": "GPU-1"}}}),
+            _slice("b", {"gpu-0": {"model": {"string": "H100"}, "index": {"int": 0}}}),
+        ]
+    )
+    assert one_device(api, "gpu.example.com") == (("b", "gpu-0"), 'device.attributes["gpu.example.com"].index == 0')
+
+
+def test_no_device_told_apart_or_none_published_gives_nothing_to_select() -> None:
+    from conformance.lib.devices import one_device
+
+    twins = [_slice(p, {"gpu-0": {"model": {"string": "H100"}}}) for p in ("a", "b")]
+    assert one_device(_Slices(twins), "gpu.example.com") is None
+    assert one_device(_Slices([]), "gpu.example.com") is None
