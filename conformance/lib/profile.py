@@ -240,7 +240,7 @@ def _alternatives(error: ValidationError) -> str:
 def _semantic_problems(raw: dict[str, Any], path: Path) -> list[str]:
     """What a schema cannot say: valid regular expressions with the right groups, a valid
     extended resource name, an existing workload directory, distinct node mode values. (Whether
-    fakeDriver's settings are the fake driver's is its own: conformance/lib/driver_setup.py.) Run beside the schema's checks, so it reads only what has the right shape
+    fakeDriver's settings are the fake driver's is its own: conformance/lib/setup/driver_setup.py.) Run beside the schema's checks, so it reads only what has the right shape
     (what has not is the schema's to name)."""
     problems = []
     name = raw.get("extendedResourceName")

@@ -46,9 +46,10 @@ from clusters.nodes import KindNodes
 from clusters.paths import REPORTS_DIR
 from clusters.topology import MODE_LABEL, ClusterSpec
 from clusters.versions import resolve
-from conformance.lib import driver_setup, pods
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import RESOURCE_API
 from conformance.lib.profile import Profile, load
-from conformance.lib.special_claim import RESOURCE_API
+from conformance.lib.setup import driver_setup
 from conformance.rigs.bench_figures import BASE, Batch, PodTimes, plot, summarise, table
 from conformance.runner.errors import guarded
 from conformance.runner.stopping import signals_interrupt

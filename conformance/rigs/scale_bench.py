@@ -41,7 +41,7 @@ from clusters.nodes import KindNodes
 from clusters.paths import CLUSTERS_DIR, REPORTS_DIR, cache_root
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
-from conformance.lib.special_claim import RESOURCE_API
+from conformance.lib.objects.special_claim import RESOURCE_API
 from conformance.rigs.bench import PodWatch
 from conformance.runner.errors import guarded
 from kube.api import Api, Obj

@@ -25,8 +25,8 @@ from clusters.images import BuiltImages
 from clusters.paths import REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
-from conformance.lib import driver_setup
 from conformance.lib import profile as profiles
+from conformance.lib.setup import driver_setup
 from conformance.report import summary
 from conformance.runner import run as runner
 from conformance.runner.errors import guarded

@@ -33,8 +33,8 @@ from clusters.images import BuiltImages
 from clusters.paths import REPO_ROOT, REPORTS_DIR
 from clusters.topology import ClusterSpec
 from clusters.versions import default_version
-from conformance.lib import driver_setup
 from conformance.lib import profile as profiles
+from conformance.lib.setup import driver_setup
 from conformance.report import summary
 from conformance.runner import incluster
 from conformance.runner.errors import guarded

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
-from conformance.lib.devices import device_ids, expected_per_container, merge, user_claim_devices
+from conformance.lib.objects.special_claim import allocated_devices, special_claim
+from conformance.lib.objects.workloads import apply_manifest, manifest_problems, pods_of, probe_container
+from conformance.lib.oracles.devices import device_ids, expected_per_container, merge, user_claim_devices
 from conformance.lib.profile import Profile, ProfileError, load
-from conformance.lib.special_claim import allocated_devices, special_claim
-from conformance.lib.workloads import apply_manifest, manifest_problems, pods_of, probe_container
 from conformance.runner.errors import guarded, user_error
 from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for

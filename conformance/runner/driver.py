@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.lib import driver_setup, preflight
+from conformance.lib.setup import driver_setup, preflight
 from conformance.runner.reports import Report, log
 from kube.api import Api
 from kube.features import VERSIONS

@@ -9,8 +9,9 @@ from pathlib import Path
 from clusters import lifecycle
 from clusters.images import BuiltImages
 from clusters.shell import CommandError
-from conformance.lib import cleanup, driver_setup, permissions
 from conformance.lib import profile as profiles
+from conformance.lib.objects import cleanup
+from conformance.lib.setup import driver_setup, permissions
 from conformance.runner import driver
 from conformance.runner.options import RunOptions
 from conformance.runner.reports import Report, StageLog, base_context, finish, fresh, log

@@ -40,8 +40,8 @@ import yaml
 
 from clusters.paths import REPO_ROOT
 from clusters.shell import CommandError
-from conformance.lib import permissions
 from conformance.lib import profile as profiles
+from conformance.lib.setup import permissions
 from conformance.report import junit, summary
 from conformance.runner import stages
 from conformance.runner.errors import guarded

@@ -18,8 +18,8 @@ from clusters.host import require_engine
 from clusters.images import BuiltImages
 from clusters.topology import ClusterSpec, feature_gates, parse_gates
 from clusters.versions import resolve, supported_versions
-from conformance.lib import driver_setup
 from conformance.lib import profile as profiles
+from conformance.lib.setup import driver_setup
 from conformance.runner import driver
 from conformance.runner.fanout import Fanout
 from conformance.runner.options import RunOptions

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from clusters.paths import REPORTS_DIR
 from clusters.shell import CommandError
-from conformance.lib import driver_setup
 from conformance.lib import profile as profiles
+from conformance.lib.setup import driver_setup
 
 
 class OptionsError(ValueError):

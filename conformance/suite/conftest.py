@@ -18,11 +18,14 @@ import pytest
 from clusters.nodes import KindNodes
 from clusters.shell import CommandError
 from conformance.catalogue import catalogue, requirement
-from conformance.lib import cleanup, diagnostics, driver_state, preflight
+from conformance.lib import diagnostics
 from conformance.lib import profile as profiles
 from conformance.lib.checks import Checks
-from conformance.lib.driver_setup import dra_nodes
+from conformance.lib.objects import cleanup
+from conformance.lib.oracles import driver_state
 from conformance.lib.profile import Profile
+from conformance.lib.setup import preflight
+from conformance.lib.setup.driver_setup import dra_nodes
 from conformance.report.markers import requirement_ids
 from kube.api import Api
 from kube.versions import KubeVersion, Minor

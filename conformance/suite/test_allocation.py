@@ -12,9 +12,9 @@ import uuid
 import pytest
 
 from conformance.catalogue import catalogue
-from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.special_claim import (
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import (
     CLAIM_LIMIT,
     as_scheduled,
     claim_status,
@@ -22,7 +22,8 @@ from conformance.lib.special_claim import (
     current_version,
     incomplete_at_scheduling,
 )
-from conformance.lib.workloads import probe_container
+from conformance.lib.objects.workloads import probe_container
+from conformance.lib.oracles import scenario
 from conformance.suite.conftest import Target
 from kube.api import RESOURCE_API
 

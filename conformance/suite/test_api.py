@@ -7,9 +7,9 @@ import uuid
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from conformance.lib import pods, writes
 from conformance.lib.checks import Checks
-from conformance.lib.writes import accepted, check_refused_as_invalid
+from conformance.lib.objects import pods, writes
+from conformance.lib.objects.writes import accepted, check_refused_as_invalid
 from conformance.suite.conftest import Target
 from kube.api import RESOURCE_API, Api, Obj
 

@@ -6,17 +6,18 @@ from __future__ import annotations
 import pytest
 
 from conformance.catalogue import requirement
-from conformance.lib import driver_state, pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.quota import CLAIM_COUNT, initialised, quota, settle
-from conformance.lib.special_claim import (
+from conformance.lib.objects import pods
+from conformance.lib.objects.quota import CLAIM_COUNT, initialised, quota, settle
+from conformance.lib.objects.special_claim import (
     claim_status,
     claims_owned_by,
     plain_init_containers,
     request_naming,
     special_claim,
 )
-from conformance.lib.workloads import probe_container
+from conformance.lib.objects.workloads import probe_container
+from conformance.lib.oracles import driver_state, scenario
 from conformance.suite.conftest import Target
 from kube.api import RESOURCE_API, Obj
 from kube.waits import holds_for

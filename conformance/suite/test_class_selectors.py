@@ -11,9 +11,10 @@ import uuid
 
 import pytest
 
-from conformance.lib import devices, pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.special_claim import allocated_devices, special_claim
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import allocated_devices, special_claim
+from conformance.lib.oracles import devices, scenario
 from conformance.suite.conftest import Target
 
 

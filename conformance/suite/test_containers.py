@@ -12,14 +12,15 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from conformance.catalogue import requirement
-from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.devices import device_ids, expected_per_container
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import IMPLICIT_PREFIX, claim_status, request_naming, special_claim
+from conformance.lib.objects.workloads import ProbeError, probe_container
+from conformance.lib.objects.writes import accepted, refused_as_invalid
+from conformance.lib.oracles import scenario
+from conformance.lib.oracles.devices import device_ids, expected_per_container
+from conformance.lib.oracles.scenario import Served
 from conformance.lib.profile import Profile
-from conformance.lib.scenario import Served
-from conformance.lib.special_claim import IMPLICIT_PREFIX, claim_status, request_naming, special_claim
-from conformance.lib.workloads import ProbeError, probe_container
-from conformance.lib.writes import accepted, refused_as_invalid
 from conformance.suite.conftest import Target, needs_explicit_name
 from kube.api import Api, Obj
 from kube.waits import wait_for

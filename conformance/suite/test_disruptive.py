@@ -3,7 +3,7 @@ kind): the driver's pod deleted while it prepares claims (FAULT-1), a node drain
 pods and uncordoned (FAULT-7), and, where the profile grants node access (a privileged pod in the
 host's namespaces), the node's kubelet restarted (FAULT-2) and, with a reboot command, the
 machine (FAULT-5). Each with pods served before and pods arriving around it, judged by the same
-convergence oracle as the fault stage (conformance/lib/recovery.py).
+convergence oracle as the fault stage (conformance/lib/oracles/recovery.py).
 
 Only the suite's own pods are evicted ("drained"): on a vendor's cluster nothing else on the node
 is touched."""
@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.lib import node_access, pods, recovery
 from conformance.lib.checks import Checks
-from conformance.lib.disruption import (
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import RESOURCE_API
+from conformance.lib.oracles import recovery
+from conformance.lib.scenarios import node_access
+from conformance.lib.scenarios.disruption import (
     ARRIVING,
     RUNNING,
     arrive,
@@ -23,7 +26,6 @@ from conformance.lib.disruption import (
     machine_restarted,
     start_served,
 )
-from conformance.lib.special_claim import RESOURCE_API
 from conformance.suite.conftest import Target
 
 pytestmark = pytest.mark.serial

@@ -8,7 +8,7 @@ through the new ones, and no prepare fails on the way.
 
 Unprepare is seen twice: the kubelet removes a deleted pod's object only once
 NodeUnprepareResources succeeded for the pod's claims, and, where the profile exposes it
-(`nodeState`, conformance/lib/driver_state.py), the driver on the node no longer holds the claim.
+(`nodeState`, conformance/lib/oracles/driver_state.py), the driver on the node no longer holds the claim.
 The API alone cannot show the second: the devices become allocatable once the claim is gone,
 whether or not the driver cleaned up.
 """
@@ -19,9 +19,11 @@ import time
 
 import pytest
 
-from conformance.lib import driver_setup, driver_state, pods, scenario, survivors
 from conformance.lib.checks import Checks
-from conformance.lib.special_claim import RESOURCE_API
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import RESOURCE_API
+from conformance.lib.oracles import driver_state, scenario, survivors
+from conformance.lib.setup import driver_setup
 from conformance.suite.conftest import Target
 from kube.waits import wait_for
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.special_claim import IMPLICIT_PREFIX
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import IMPLICIT_PREFIX
+from conformance.lib.oracles import scenario
 from conformance.suite.conftest import Target
 
 

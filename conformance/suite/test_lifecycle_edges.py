@@ -17,13 +17,14 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from conformance.catalogue import requirement
-from conformance.lib import pods, scenario, survivors, writes
 from conformance.lib.checks import Checks
-from conformance.lib.cleanup import ADMISSION_API, labelled
+from conformance.lib.objects import pods, writes
+from conformance.lib.objects.cleanup import ADMISSION_API, labelled
+from conformance.lib.objects.quota import CLAIM_COUNT, initialised, quota, used
+from conformance.lib.objects.special_claim import ANNOTATION, RESOURCE_API, claim_status, claims_owned_by
+from conformance.lib.objects.workloads import probe_container
+from conformance.lib.oracles import scenario, survivors
 from conformance.lib.profile import Profile
-from conformance.lib.quota import CLAIM_COUNT, initialised, quota, used
-from conformance.lib.special_claim import ANNOTATION, RESOURCE_API, claim_status, claims_owned_by
-from conformance.lib.workloads import probe_container
 from conformance.suite.conftest import Target
 from kube.api import Api, Obj
 from kube.waits import WaitTimeout, holds_for, wait_for

@@ -3,7 +3,7 @@
 Classes created here select the profile's devices (`device.driver == <driver>`) and get unique
 names and unique explicit names, because the name-to-class mapping is cluster-wide. Each
 name-resolution check reads the special claim before scenario.verify_served, whose claim
-problems end the test (see conformance/lib/resolution.py).
+problems end the test (see conformance/lib/oracles/resolution.py).
 """
 
 from __future__ import annotations
@@ -12,11 +12,18 @@ import uuid
 
 import pytest
 
-from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.resolution import misresolved, resolution
-from conformance.lib.special_claim import IMPLICIT_PREFIX, RESOURCE_API, allocated_devices, claim_status, special_claim
-from conformance.lib.workloads import probe_container
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import (
+    IMPLICIT_PREFIX,
+    RESOURCE_API,
+    allocated_devices,
+    claim_status,
+    special_claim,
+)
+from conformance.lib.objects.workloads import probe_container
+from conformance.lib.oracles import scenario
+from conformance.lib.oracles.resolution import misresolved, resolution
 from conformance.suite.conftest import Target, needs_explicit_name
 from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for

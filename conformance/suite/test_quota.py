@@ -5,7 +5,7 @@ Quota keys:
   <class>.deviceclass.resource.k8s.io/devices        devices of the class in claims (QUOTA-2)
   requests.<explicit name>                           pod requests + claim devices not counted via the pod (QUOTA-3, 1.35+)
   requests.deviceclass.resource.kubernetes.io/<cls>  devices of the class via claims and names (QUOTA-4, 1.35+)
-A pod's devices must be charged once (QUOTA-5). The keys are listed in conformance/lib/quota.py.
+A pod's devices must be charged once (QUOTA-5). The keys are listed in conformance/lib/objects/quota.py.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from __future__ import annotations
 import pytest
 
 from conformance.catalogue import requirement
-from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.quota import CLAIM_COUNT, devices_key, implicit_key, initialised, quota, settle
-from conformance.lib.special_claim import IMPLICIT_PREFIX
+from conformance.lib.objects import pods
+from conformance.lib.objects.quota import CLAIM_COUNT, devices_key, implicit_key, initialised, quota, settle
+from conformance.lib.objects.special_claim import IMPLICIT_PREFIX
+from conformance.lib.oracles import scenario
 from conformance.suite.conftest import Target, needs_explicit_name
 
 

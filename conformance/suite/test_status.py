@@ -14,10 +14,11 @@ import copy
 
 import pytest
 
-from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.special_claim import allocated_devices, claim_status
-from conformance.lib.writes import accepted, check_refused_as_invalid
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import allocated_devices, claim_status
+from conformance.lib.objects.writes import accepted, check_refused_as_invalid
+from conformance.lib.oracles import scenario
 from conformance.suite.conftest import Target
 
 UNSERVED = "example.com/status-test"  # no DeviceClass maps it: the pods stay Pending

@@ -15,13 +15,11 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import requirement
-from conformance.lib import devices as devices_lib
-from conformance.lib import pods, scenario
 from conformance.lib import profile as profiles
 from conformance.lib.checks import Checks
-from conformance.lib.resolution import misresolved, resolution
-from conformance.lib.special_claim import claim_status, expected_requests, special_claim
-from conformance.lib.workloads import (
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import claim_status, expected_requests, special_claim
+from conformance.lib.objects.workloads import (
     WORKLOAD_KINDS,
     apply_manifest,
     load_manifest,
@@ -29,6 +27,9 @@ from conformance.lib.workloads import (
     probe_container,
     requested_names,
 )
+from conformance.lib.oracles import devices as devices_lib
+from conformance.lib.oracles import scenario
+from conformance.lib.oracles.resolution import misresolved, resolution
 from conformance.suite.conftest import Target
 from kube.waits import wait_for
 

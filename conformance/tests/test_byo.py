@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clusters.paths import REPO_ROOT
-from conformance.lib.workloads import manifest_problems
+from conformance.lib.objects.workloads import manifest_problems
 from conformance.runner import byo
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n"

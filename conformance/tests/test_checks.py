@@ -78,7 +78,7 @@ def test_oracle_findings_record_passes_and_failures(results):
 
 
 def test_a_claim_lacking_its_allocation_when_the_pod_was_scheduled_is_named():
-    from conformance.lib.special_claim import FINALIZER, incomplete_at_scheduling
+    from conformance.lib.objects.special_claim import FINALIZER, incomplete_at_scheduling
 
     pod = {"metadata": {"uid": "pod-1"}, "status": {"extendedResourceClaimStatus": {"resourceClaimName": "c"}}}
     complete = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.lib import cleanup
+from conformance.lib.objects import cleanup
 from kube.waits import WaitTimeout, set_timeout_scale
 
 DRIVER = "gpu.example.com"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.lib import devices
 from conformance.lib.checks import NOT_TESTED
+from conformance.lib.oracles import devices
 from conformance.lib.profile import NAMES_REQUESTS, load
 
 POD = {
@@ -139,7 +139,7 @@ class _Slices:
 
 
 def test_one_device_is_told_apart_by_an_attribute_no_other_device_shares() -> None:
-    from conformance.lib.devices import one_device
+    from conformance.lib.oracles.devices import one_device
 
     api = _Slices(
         [
@@ -151,7 +151,7 @@ def test_one_device_is_told_apart_by_an_attribute_no_other_device_shares() -> No
 
 
 def test_no_device_told_apart_or_none_published_gives_nothing_to_select() -> None:
-    from conformance.lib.devices import one_device
+    from conformance.lib.oracles.devices import one_device
 
     twins = [_slice(p, {"gpu-0": {"model": {"string": "H100"}}}) for p in ("a", "b")]
     assert one_device(_Slices(twins), "gpu.example.com") is None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from conformance.lib import driver_state
 from conformance.lib.checks import Check, Checks
+from conformance.lib.oracles import driver_state
 from conformance.lib.profile import NodeState, load
 
 UID = "0f1e2d3c-aaaa-bbbb-cccc-000000000001"

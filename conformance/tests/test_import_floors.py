@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
 # Where a room reaches beyond its floor on purpose, and why.
 EXCEPTIONS = {
     # Deploying the project's fake driver on kind clusters is runner setup, not the suite's: no test names it.
-    ("conformance/lib/driver_setup.py", "fake_driver"),
+    ("conformance/lib/setup/driver_setup.py", "fake_driver"),
 }
 # The fake driver's image ships only these modules of kube/ (clusters/images/driver.sh).
 FAKE_DRIVER_MAY_IMPORT = {"kube", "kube.names"}
@@ -83,3 +83,30 @@ def test_the_rule_sees_the_imports_it_judges() -> None:
     rooms = {room for _, room, _ in _imports()}
     assert rooms == set(ALLOWED), set(ALLOWED) - rooms
     assert Path(REPO_ROOT / "conformance" / "runner" / "run.py").is_file()
+
+
+# lib/ by role: the model and verdict recording at its root, then the API objects (builders,
+# queries, waits), the oracles judging them, the scenarios around disruptions; runner setup apart.
+LIB_ALLOWED: dict[str, set[str]] = {
+    "": set(),
+    "objects": {""},
+    "oracles": {"", "objects"},
+    "scenarios": {"", "objects", "oracles", "setup"},
+    "setup": {"", "objects"},
+}
+
+
+def test_lib_modules_import_only_roles_below_theirs() -> None:
+    def role(module_path: str) -> str:
+        first = module_path.removeprefix("conformance/lib").lstrip("/").split("/")[0]
+        return first if first in LIB_ALLOWED else ""
+
+    upward = []
+    for rel, room, module in _imports():
+        target = module.replace(".", "/")
+        if room != "conformance/lib" or not target.startswith("conformance/lib"):
+            continue
+        mine, theirs = role(rel.removesuffix(".py")), role(target)
+        if theirs != mine and theirs not in LIB_ALLOWED[mine]:
+            upward.append(f"{rel} imports {module} ({mine or 'lib'} -> {theirs or 'lib'})")
+    assert not upward, "\n".join(upward)

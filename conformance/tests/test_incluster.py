@@ -11,9 +11,9 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from clusters.paths import REPO_ROOT
-from conformance.lib import permissions
 from conformance.lib import profile as profiles
 from conformance.lib.profile import PROFILES_DIR
+from conformance.lib.setup import permissions
 from conformance.runner import incluster
 
 EXAMPLE = PROFILES_DIR / "example-gpu.yaml"

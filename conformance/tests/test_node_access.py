@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.lib import node_access
 from conformance.lib.profile import load
+from conformance.lib.scenarios import node_access
 
 POD_CREATED = "2026-12-07T01:00:00Z"
 

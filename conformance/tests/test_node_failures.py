@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.lib import node_failures, pods
 from conformance.lib.checks import ChargedTo, Check, Checks, CheckStopped
+from conformance.lib.objects import node_failures, pods
 
 
 class Api:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.lib import preflight
 from conformance.lib.profile import load
+from conformance.lib.setup import preflight
 
 
 class Api:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conformance.lib import profile as profiles
+from conformance.lib.objects.workloads import ProbeError, probe_container
 from conformance.lib.profile import load
-from conformance.lib.workloads import ProbeError, probe_container
 from kube.api import ExecError
 
 

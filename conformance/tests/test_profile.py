@@ -121,8 +121,8 @@ def test_a_class_without_an_explicit_name_is_describable_and_its_pods_ask_for_th
 
 
 def test_preflight_requires_the_class_to_map_no_name_where_the_profile_declares_none():
-    from conformance.lib import preflight
     from conformance.lib.profile import load
+    from conformance.lib.setup import preflight
 
     class Api:
         def __init__(self, spec):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.lib import recovery
-from conformance.lib.special_claim import ANNOTATION
+from conformance.lib.objects.special_claim import ANNOTATION
+from conformance.lib.oracles import recovery
 
 
 def claim(namespace: str, name: str, owner_uid: str, devices: list[str], special: bool = True) -> dict:
@@ -123,8 +123,8 @@ def test_the_driver_is_judged_on_claims_it_came_to_hold_during_the_test_only(mon
     import re
 
     from conformance.lib.checks import Check, Checks
+    from conformance.lib.oracles.scenario import Served
     from conformance.lib.profile import NodeState, load
-    from conformance.lib.scenario import Served
 
     monkeypatch.setattr(
         recovery,

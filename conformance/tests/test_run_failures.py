@@ -16,7 +16,7 @@ import pytest
 from clusters import capacity, lifecycle
 from clusters.images import BuiltImages
 from clusters.paths import REPO_ROOT
-from conformance.lib import driver_setup, permissions
+from conformance.lib.setup import driver_setup, permissions
 from conformance.runner import driver, existing, kind_mode
 from conformance.runner.fanout import Fanout
 from conformance.runner.options import RunOptions, parse

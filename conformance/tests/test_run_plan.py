@@ -72,8 +72,8 @@ def test_only_the_in_place_lane_waits_for_the_first_cluster() -> None:
 
 
 def test_the_disruptive_permissions_are_asked_for_only_with_the_disruptive_tests():
-    from conformance.lib import permissions
     from conformance.lib.profile import load
+    from conformance.lib.setup import permissions
 
     plain, disruptive = (permissions.required(load("example-gpu"), d) for d in (False, True))
     assert {"create pods/eviction", "patch nodes"} <= {str(p) for p in disruptive}
@@ -86,8 +86,8 @@ def test_the_disruptive_permissions_are_asked_for_only_with_the_disruptive_tests
 def test_secret_permissions_are_asked_for_only_with_a_workload_pull_secret():
     import dataclasses
 
-    from conformance.lib import permissions
     from conformance.lib.profile import load
+    from conformance.lib.setup import permissions
 
     plain = load("example-gpu")
     with_secret = dataclasses.replace(plain, workload_pull_secret=("drv", "regcred"))

@@ -196,12 +196,12 @@ def test_a_broken_test_keeps_its_id_from_being_credited_by_passes_elsewhere():
 
 def test_a_broken_test_s_reason_is_its_exception_not_where_it_was_raised():
     report = (
-        "    raise ProbeError(...)\nE   conformance.lib.workloads.ProbeError: probe 'p' in ns/x exited 1: (no output)\n"
-        "\nconformance/lib/workloads.py:112: ProbeError"
+        "    raise ProbeError(...)\nE   conformance.lib.objects.workloads.ProbeError: probe 'p' in ns/x exited 1: (no output)\n"
+        "\nconformance/lib/objects/workloads.py:112: ProbeError"
     )
     got = by_id([record("t::x", "failed", ["CLAIM-6"], message=report)])
     assert got["CLAIM-6"].reasons == [
-        "t::x: t::x (call) broke: conformance.lib.workloads.ProbeError: probe 'p' in ns/x exited 1: (no output)"
+        "t::x: t::x (call) broke: conformance.lib.objects.workloads.ProbeError: probe 'p' in ns/x exited 1: (no output)"
     ]
 
 

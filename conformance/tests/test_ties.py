@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.lib.ties import tie_p_value
+from conformance.lib.oracles.ties import tie_p_value
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,12 @@ import pytest
 from clusters.images import BuiltImages
 from clusters.lifecycle import Cluster
 from clusters.shell import run
-from conformance.lib import driver_setup, pods
-from conformance.lib.devices import device_ids
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import RESOURCE_API, allocated_devices
+from conformance.lib.objects.workloads import probe_container
+from conformance.lib.oracles.devices import device_ids
 from conformance.lib.profile import Profile, load
-from conformance.lib.special_claim import RESOURCE_API, allocated_devices
-from conformance.lib.workloads import probe_container
+from conformance.lib.setup import driver_setup
 from fake_driver.manifests import DEVICE_PLUGIN_DAEMONSET, DRA_DAEMONSET, NAMESPACE
 from kube.api import Api
 from kube.waits import wait_for

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusters.nodes import KindNodes, Node
-from conformance.lib import pods
+from conformance.lib.objects import pods
 from conformance.suite.conftest import Target
 
 

@@ -3,10 +3,10 @@ own requirements: what the spec's promises mean when a component fails).
 
 Each test starts pods that ask for the DRA-backed name on the in-place cluster's DRA worker,
 injects one fault as it happens to a real cluster (clusters/faults.py), starts more pods around
-it and then asks conformance/lib/recovery.py whether everything converged: pods running with
+it and then asks conformance/lib/oracles/recovery.py whether everything converged: pods running with
 their claims' devices and seeing exactly them, no device in two claims, no claim without its
 pod, the driver's prepared state matching. Pods that must come through a fault untouched are
-compared with their snapshot from before (conformance/lib/survivors.py).
+compared with their snapshot from before (conformance/lib/oracles/survivors.py).
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ import pytest
 
 from clusters import faults
 from clusters.nodes import KindNodes, Node
-from conformance.lib import driver_setup, pods, recovery, survivors
 from conformance.lib.checks import Checks
-from conformance.lib.disruption import (
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import RESOURCE_API
+from conformance.lib.oracles import recovery, survivors
+from conformance.lib.scenarios.disruption import (
     ARRIVING,
     RUNNING,
     arrive,
@@ -29,7 +31,7 @@ from conformance.lib.disruption import (
     machine_restarted,
     start_served,
 )
-from conformance.lib.special_claim import RESOURCE_API
+from conformance.lib.setup import driver_setup
 from conformance.suite.conftest import Target
 from kube.api import TRANSIENT_ERRORS
 from kube.waits import WaitTimeout, wait_for

@@ -20,7 +20,7 @@ from clusters import gates, health
 from clusters.nodes import KindNodes
 from clusters.versions import FEATURE_GATE
 from conformance.catalogue import requirement
-from conformance.lib import driver_setup
+from conformance.lib.setup import driver_setup
 from conformance.report.markers import requirement_ids
 from conformance.suite.conftest import Target
 from kube.features import VERSIONS

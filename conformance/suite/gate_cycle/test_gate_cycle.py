@@ -19,12 +19,13 @@ import pytest
 from clusters import gates
 from clusters.nodes import KindNodes
 from clusters.versions import FEATURE_GATE
-from conformance.lib import driver_state, pods, scenario, survivors
 from conformance.lib.checks import Checks
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import RESOURCE_API, allocated_devices, claim_status
+from conformance.lib.objects.workloads import probe_container
+from conformance.lib.oracles import driver_state, scenario, survivors
 from conformance.lib.profile import Profile
-from conformance.lib.special_claim import RESOURCE_API, allocated_devices, claim_status
-from conformance.lib.steps import setup_checks
-from conformance.lib.workloads import probe_container
+from conformance.lib.scenarios.steps import setup_checks
 from conformance.suite.conftest import Target, needs_explicit_name
 from conformance.suite.gate_cycle.conftest import Gate
 from kube.api import Obj

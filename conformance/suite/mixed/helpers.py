@@ -13,11 +13,11 @@ import json
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from conformance.lib import pods
-from conformance.lib.driver_setup import published_devices
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import claim_status
+from conformance.lib.objects.workloads import probe_container
 from conformance.lib.profile import NodeModeLabel, Profile
-from conformance.lib.special_claim import claim_status
-from conformance.lib.workloads import probe_container
+from conformance.lib.setup.driver_setup import published_devices
 from kube.api import Api, Obj
 from kube.waits import wait_for
 

@@ -19,10 +19,11 @@ import json
 import pytest
 
 from conformance.catalogue import requirement
-from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
-from conformance.lib.driver_setup import published_devices
-from conformance.lib.special_claim import claim_status, claims_owned_by
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import claim_status, claims_owned_by
+from conformance.lib.oracles import scenario
+from conformance.lib.setup.driver_setup import published_devices
 from conformance.suite.conftest import Target
 from conformance.suite.mixed import helpers
 from conformance.suite.mixed.conftest import NodeModes, Workers

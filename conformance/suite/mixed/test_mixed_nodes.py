@@ -13,11 +13,12 @@ import uuid
 
 import pytest
 
-from conformance.lib import devices as devices_lib
-from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import claim_status, claims_owned_by
+from conformance.lib.oracles import devices as devices_lib
+from conformance.lib.oracles import scenario
 from conformance.lib.profile import Profile
-from conformance.lib.special_claim import claim_status, claims_owned_by
 from conformance.suite.conftest import Target
 from conformance.suite.mixed import helpers
 from conformance.suite.mixed.conftest import NodeModes, Workers

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from conformance.lib import pods
 from conformance.lib.checks import Checks
-from conformance.lib.steps import setup_checks
-from conformance.lib.ties import tie_p_value
+from conformance.lib.objects import pods
+from conformance.lib.oracles.ties import tie_p_value
+from conformance.lib.scenarios.steps import setup_checks
 from conformance.suite.conftest import Target
 from conformance.suite.scoring.conftest import CPU_MEMORY_ONLY, LEAST_ALLOCATED, MOST_ALLOCATED, NO_FIT_SCORE
 

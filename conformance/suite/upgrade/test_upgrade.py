@@ -20,10 +20,12 @@ from clusters import upgrade
 from clusters.images import BuiltImages, ImagesMissingError
 from clusters.nodes import KindNodes
 from clusters.versions import upgrade_partner
-from conformance.lib import driver_setup, pods, scenario, survivors
 from conformance.lib.checks import Checks
-from conformance.lib.special_claim import RESOURCE_API
-from conformance.lib.steps import setup_checks
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import RESOURCE_API
+from conformance.lib.oracles import scenario, survivors
+from conformance.lib.scenarios.steps import setup_checks
+from conformance.lib.setup import driver_setup
 from conformance.suite.conftest import Target
 from kube.versions import KubeVersion
 

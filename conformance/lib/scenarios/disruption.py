@@ -1,6 +1,6 @@
 """The scenario around a disruption (a component killed, a node drained, a driver pod deleted):
 pods served before it, pods arriving around it, all on one node that has the driver's devices.
-The oracle that judges what follows is conformance/lib/recovery.py.
+The oracle that judges what follows is conformance/lib/oracles/recovery.py.
 
 One device per pod; at most six pods at a time stay within a node's eight devices while the
 previous test's namespace is still being deleted."""
@@ -11,9 +11,11 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from conformance.lib import driver_setup, driver_state, pods, recovery, scenario, survivors
 from conformance.lib.checks import Checks
-from conformance.lib.special_claim import allocated_devices
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import allocated_devices
+from conformance.lib.oracles import driver_state, recovery, scenario, survivors
+from conformance.lib.setup import driver_setup
 from conformance.lib.target import Target
 from kube.api import Api, Obj
 from kube.waits import wait_for

@@ -7,7 +7,7 @@ resolved to the wrong class then fails the NAME-* check too instead of leaving i
 
 from __future__ import annotations
 
-from conformance.lib.special_claim import allocation_results, claim_status, expected_requests
+from conformance.lib.objects.special_claim import allocation_results, claim_status, expected_requests
 from kube.api import Obj
 
 Resolved = tuple[str | None, int]  # DeviceClass of the mapped request, devices allocated to that request

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from conformance.lib import devices, driver_state, pods, scenario
 from conformance.lib.checks import Checks
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import allocated_devices, is_special, special_claim, special_claims_of
+from conformance.lib.oracles import devices, driver_state, scenario
+from conformance.lib.oracles.scenario import Served
+from conformance.lib.oracles.survivors import Snapshot
 from conformance.lib.profile import Profile
-from conformance.lib.scenario import Served
-from conformance.lib.special_claim import allocated_devices, is_special, special_claim, special_claims_of
-from conformance.lib.survivors import Snapshot
 from conformance.lib.target import Target
 from kube.api import RESOURCE_API, TRANSIENT_ERRORS, Api, Obj
 from kube.waits import wait_for

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.lib import pods
 from conformance.lib.checks import Checks
-from conformance.lib.devices import check_containers_see, device_ids, expected_per_container, merge, user_claim_devices
-from conformance.lib.special_claim import check_special_claim, special_claim
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import check_special_claim, special_claim
+from conformance.lib.oracles.devices import (
+    check_containers_see,
+    device_ids,
+    expected_per_container,
+    merge,
+    user_claim_devices,
+)
 from conformance.lib.target import Target
 from kube.api import Obj
 

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-from conformance.lib import cleanup, pods
+from conformance.lib.objects import cleanup, pods
 from conformance.lib.profile import Profile
 from fake_driver import manifests
 from fake_driver.defects import DEFECTS

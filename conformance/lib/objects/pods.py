@@ -8,11 +8,11 @@ import uuid as _uuid
 
 import pytest
 
-from conformance.lib import node_failures
 from conformance.lib.checks import Checks
-from conformance.lib.cleanup import labelled
+from conformance.lib.objects import node_failures
+from conformance.lib.objects.cleanup import labelled
+from conformance.lib.objects.special_claim import allocated_devices
 from conformance.lib.profile import Profile
-from conformance.lib.special_claim import allocated_devices
 from kube.api import RESOURCE_API, Api, Obj
 from kube.waits import WaitTimeout, holds_for, wait_for
 
@@ -116,7 +116,7 @@ def summary(api: Api, namespace: str, name: str) -> str:
 def wait_running(api: Api, namespace: str, name: str, timeout: float = 120) -> Obj:
     """The pod once Running. A node-side cause found meanwhile (the driver's prepare failing again
     and again, CDI devices the runtime could not inject) ends the wait as a failure of the ID
-    that judges it (conformance/lib/node_failures.py), not as this wait's timeout."""
+    that judges it (conformance/lib/objects/node_failures.py), not as this wait's timeout."""
 
     def running() -> Obj | None:
         pod = api.get("v1", "Pod", name, namespace)

@@ -26,11 +26,11 @@ from pathlib import Path
 
 from clusters import health
 from clusters.topology import parse_gates
-from conformance.lib import cleanup, pods
 from conformance.lib.checks import FAILED, NOT_TESTED, PASSED
-from conformance.lib.driver_setup import dra_nodes, published_devices
+from conformance.lib.objects import cleanup, pods
+from conformance.lib.objects.special_claim import CLAIM_LIMIT, allocation_results
 from conformance.lib.profile import Profile
-from conformance.lib.special_claim import CLAIM_LIMIT, allocation_results
+from conformance.lib.setup.driver_setup import dra_nodes, published_devices
 from kube.api import RESOURCE_API, Api, Obj
 from kube.features import VERSIONS, DRAExtendedResource
 from kube.versions import Minor

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from conformance.lib import cleanup, pods
+from conformance.lib.objects import cleanup, pods
 from conformance.lib.profile import NodeAccess, Profile
 from kube.api import Api, Obj
 from kube.waits import wait_for

@@ -13,7 +13,7 @@ import json
 
 from kubernetes.utils.quantity import parse_quantity
 
-from conformance.lib.special_claim import IMPLICIT_PREFIX
+from conformance.lib.objects.special_claim import IMPLICIT_PREFIX
 from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for
 

@@ -6,9 +6,9 @@ import json
 from collections import Counter
 
 from conformance.lib.checks import Findings
+from conformance.lib.objects.special_claim import claim_status
+from conformance.lib.objects.workloads import probe_container
 from conformance.lib.profile import NAMES_REQUESTS, Probe, Profile
-from conformance.lib.special_claim import claim_status
-from conformance.lib.workloads import probe_container
 from kube.api import RESOURCE_API, Api, Obj
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.lib import pods, scenario
 from conformance.lib.checks import Checks, CheckStopped
-from conformance.lib.scenario import Served
-from conformance.lib.special_claim import allocated_devices, claim_status
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import allocated_devices, claim_status
+from conformance.lib.oracles import scenario
+from conformance.lib.oracles.scenario import Served
 from conformance.lib.target import Target
 from kube.api import RESOURCE_API, Api, Obj
 from kube.waits import holds_for

@@ -3,7 +3,7 @@ after a run, and after a run that was interrupted before its tests' own teardown
 
 from __future__ import annotations
 
-from conformance.lib.special_claim import allocation_results
+from conformance.lib.objects.special_claim import allocation_results
 from kube.api import RESOURCE_API, TRANSIENT_ERRORS, Api, Obj
 from kube.waits import wait_for
 
