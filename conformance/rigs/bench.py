@@ -256,31 +256,42 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         finally:
             if podwatch:
                 podwatch.stop()
+            if batches:  # also when a batch failed or the run was interrupted: what was measured stays
+                write_results(batches, args.out, spec.name, args.rounds, sizes)
+    return 0
+
+
+def write_results(batches: list[Batch], out: Path, cluster: str, rounds: int, sizes: list[int]) -> None:
+    """bench.json, the plots and the table of the batches measured, all of them or those measured
+    before a failure or an interrupt ended the run (said in the table's last line)."""
     summary = summarise(batches)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench.json").write_text(
+    out.mkdir(parents=True, exist_ok=True)
+    done = len({b.round for b in batches})
+    (out / "bench.json").write_text(
         json.dumps(
             {
-                "cluster": spec.name,
-                "rounds": args.rounds,
+                "cluster": cluster,
+                "rounds": rounds,
+                "rounds_measured": done,
                 "sizes": sizes,
                 **summary,
                 "failed_to_start": {
-                    m: sorted({why for b in batches if b.mechanism == m for why in b.failed}) for m in mechanisms
+                    m: sorted({why for b in batches if b.mechanism == m for why in b.failed})
+                    for m in dict.fromkeys(b.mechanism for b in batches)
                 },
                 "batches": [dataclasses.asdict(b) for b in batches],
             },
             indent=1,
         )
     )
-    plots = plot(summary, args.out)
+    plots = plot(summary, out)
     print(table(summary))
     for b in batches:
         for why in sorted(set(b.failed)):
             print(f"round {b.round + 1} {b.method} {b.size} {b.mechanism}: a pod failed to start: {why}")
-    print(f"median [min-max] over {args.rounds} rounds; ratios: same round, above 1 = slower than {BASE}")
-    print(f"JSON and plots in {args.out}: {', '.join(p.name for p in plots)}")
-    return 0
+    partial = "" if done == rounds else f" (the run ended in round {done} of {rounds}: these are the batches measured)"
+    print(f"median [min-max] over the rounds; ratios: same round, above 1 = slower than {BASE}{partial}")
+    print(f"JSON and plots in {out}: {', '.join(p.name for p in plots)}")
 
 
 if __name__ == "__main__":

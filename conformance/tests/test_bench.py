@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -152,3 +153,11 @@ def test_a_mechanism_with_no_pod_started_has_no_figure_and_no_ratio() -> None:
     assert summary["figures"]["held"]["2"]["claim-template"]["end_to_end_ms"] is None
     assert summary["ratios"]["held"]["2"]["claim-template"]["end_to_end_ms"] is None
     assert "claim-template" in table(summary)
+
+
+def test_batches_measured_before_a_failure_are_written_and_said_to_be_partial(tmp_path: Path, capsys) -> None:
+    bench.write_results(_batches(rounds=2), tmp_path, "kep5004-bench-mixed-137", 5, [2])
+    written = json.loads((tmp_path / "bench.json").read_text())
+    assert (written["rounds"], written["rounds_measured"], len(written["batches"])) == (5, 2, 6)
+    assert "the run ended in round 2 of 5" in capsys.readouterr().out
+    assert (tmp_path / "bench-ratio.png").exists()
