@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clusters.paths import REPORTS_DIR
 from clusters.shell import CommandError
@@ -60,9 +61,9 @@ class RunOptions:
         if self.kubeconfig is None:
             object.__setattr__(self, "disruptive", True)
 
-    def but(self, **changes: object) -> RunOptions:
-        """A copy with some options changed."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+    def but(self, **changes: Any) -> RunOptions:
+        """A copy with some options changed (validated again, as any RunOptions)."""
+        return dataclasses.replace(self, **changes)
 
     def to_argv(self) -> list[str]:
         """The command line that parses back to these options."""
