@@ -129,12 +129,11 @@ def write(reports: list[Path], dest: Path, name: str) -> Path | None:
         written = report / REQUIREMENT_RESULTS
         shutil.rmtree(written, ignore_errors=True)
         written.mkdir()
-        for result in requirement_results(summary.read(report)):
+        run = summary.read(report)
+        for result in requirement_results(run):
             (written / f"{result['uuid']}-result.json").write_text(json.dumps(result))
         if (report / RESULTS).is_dir():
-            _results_of_run(
-                report / RESULTS, staging / str(i), summary.read(report)["context"].get("target", report.name)
-            )
+            _results_of_run(report / RESULTS, staging / str(i), run["context"].get("target", report.name))
     config = dest.parent / f".{dest.name}-allurerc.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
     # One file that opens from disk: the report's data inside the page, not fetched beside it.

@@ -122,8 +122,7 @@ def report_dirs(
 
 def write_combined(out: Path, reports: list[Path]) -> None:
     """The run's combined files over its report directories: coverage.md, junit.xml, html/."""
-    if not html.allure_bin().exists():
-        log(f"no HTML report {out / html.HTML}: Allure is not installed (make report-tools)")
+    _say_if_no_allure(out / html.HTML)
     try:
         written = combined.write(out, reports)
     except (OSError, subprocess.SubprocessError) as err:  # each report's own files are written all the same
@@ -133,8 +132,7 @@ def write_combined(out: Path, reports: list[Path]) -> None:
 
 
 def write_html(reports: list[Path], dest: Path, name: str) -> None:
-    if not html.allure_bin().exists():
-        log(f"no HTML report {dest}: Allure is not installed (make report-tools)")
+    if _say_if_no_allure(dest):
         return
     try:
         page = html.write(reports, dest, name)
@@ -143,3 +141,10 @@ def write_html(reports: list[Path], dest: Path, name: str) -> None:
         return
     if page is not None:
         log(f"HTML report {page}")
+
+
+def _say_if_no_allure(dest: Path) -> bool:
+    missing = not html.allure_bin().exists()
+    if missing:
+        log(f"no HTML report {dest}: Allure is not installed (make report-tools)")
+    return missing
