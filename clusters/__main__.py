@@ -22,6 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--topology", default="dra", choices=sorted(TOPOLOGIES))
     up.add_argument("--version", help="Kubernetes version, e.g. 1.36 or v1.37.2 (default: the pinned default)")
     up.add_argument("--feature-gates", default="", help="gate overrides, e.g. DRAExtendedResource=false")
+    up.add_argument(
+        "--purpose",
+        default="",
+        help="a word in the cluster's name (kep5004-PURPOSE-dra-137), so that it can live beside a run's own",
+    )
     down = sub.add_parser("down", help="delete clusters made by this project")
     down.add_argument("names", nargs="*")
     down.add_argument("--all", action="store_true")
@@ -34,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "up":
             cluster = lifecycle.ensure(
-                ClusterSpec(args.topology, resolve(args.version), gates=parse_gates(args.feature_gates))
+                ClusterSpec(
+                    args.topology, resolve(args.version), gates=parse_gates(args.feature_gates), purpose=args.purpose
+                )
             )
             print(f"{cluster.name}: KUBECONFIG={cluster.kubeconfig}")
         elif args.command == "down":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,13 @@ class ClusterSpec:
     # What the cluster is for, when not the conformance job's own (soak): a name of its own, so
     # that it can exist next to the job's cluster of the same topology and version.
     purpose: str = ""
+
+    def __post_init__(self) -> None:
+        if self.purpose and not re.fullmatch(r"[a-z][a-z0-9]{0,15}", self.purpose):
+            raise TopologyError(
+                f"cluster purpose {self.purpose!r}: one lower-case word of at most 16 letters and digits "
+                "(it becomes part of Docker container and host names)"
+            )
 
     @property
     def name(self) -> str:

@@ -108,3 +108,10 @@ def test_version_resolution() -> None:
         resolve("1.30")
     with pytest.raises(UnknownVersionError, match="not a Kubernetes release version"):
         KubeVersion.parse("latest")
+
+
+def test_a_purpose_names_a_cluster_of_its_own() -> None:
+    assert ClusterSpec("dra", V137, purpose="repro").name == "kep5004-repro-dra-137"
+    for bad in ("Repro", "re_pro", "1repro", "a" * 17):
+        with pytest.raises(TopologyError, match="cluster purpose"):
+            ClusterSpec("dra", V137, purpose=bad)
