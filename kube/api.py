@@ -21,10 +21,16 @@ Obj = dict[str, Any]
 # The DRA API version everything here reads and writes (GA since Kubernetes 1.34).
 RESOURCE_API = "resource.k8s.io/v1"
 
+
 # What reading the API raises while its components restart under us: refused or reset
 # connections, urllib3's errors around them, and API errors (503 while kube-apiserver starts,
 # 403 until its authorizer has loaded). Waits on a changing cluster pass them as `transient`.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, HTTPError, ApiException)
+class NotRunning(RuntimeError):
+    """What a command was to run in is not running (yet): a container being created again after a
+    crash, say. Waits treat it as "not yet"."""
+
+
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, HTTPError, ApiException, NotRunning)
 
 
 class ExecError(RuntimeError):
@@ -125,14 +131,20 @@ class Api:
             _preload_content=False,
             **kwargs,
         )
+        where = f"{namespace}/{pod}" + (f" ({container})" if container else "")
         try:
             session.run_forever(timeout=timeout)
-            code = None if session.is_open() else session.returncode  # read before read_all clears the channels
+            try:
+                code = None if session.is_open() else session.returncode  # read before read_all clears the channels
+            except ValueError as err:
+                # The client reads an exit code from the error channel; a command that could not
+                # start at all (the container not there) leaves the runtime's error there instead.
+                raise NotRunning(f"{' '.join(command)!r} could not start in {where}: {err}") from None
             output: str = session.read_all()
         finally:
             session.close()
         if code != 0:
-            raise ExecError(f"{namespace}/{pod}" + (f" ({container})" if container else ""), command, code, output)
+            raise ExecError(where, command, code, output)
         return output
 
     def evict(self, namespace: str, pod: str) -> None:

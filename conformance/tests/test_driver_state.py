@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import pytest
+
 from conformance.lib.checks import Check, Checks
 from conformance.lib.oracles import driver_state
 from conformance.lib.profile import NodeState, load
+from kube.api import NotRunning
 
 UID = "0f1e2d3c-aaaa-bbbb-cccc-000000000001"
 
@@ -15,11 +18,18 @@ UID = "0f1e2d3c-aaaa-bbbb-cccc-000000000001"
 class DriverOnNode:
     """The API as the state reader sees it: one running driver pod whose command prints `listed`."""
 
-    def __init__(self, listed: list[str]) -> None:
+    def __init__(self, listed: list[str], container: dict | None = None) -> None:
         self.listed = listed
+        self.container = container if container is not None else {"running": {}}
 
     def list(self, *args, **kwargs) -> list[dict]:
-        return [{"metadata": {"namespace": "drv", "name": "plugin-x"}, "status": {"phase": "Running"}}]
+        return [
+            {
+                "metadata": {"namespace": "drv", "name": "plugin-x"},
+                "spec": {"containers": [{"name": "plugin"}]},
+                "status": {"phase": "Running", "containerStatuses": [{"name": "plugin", "state": self.container}]},
+            }
+        ]
 
     def exec(self, namespace: str, name: str, command: list[str], container: str | None = None) -> str:
         return "".join(f"prepared {uid}\n" for uid in self.listed)
@@ -58,3 +68,11 @@ def test_without_the_capability_the_release_is_not_tested() -> None:
     held = driver_state.held_before(api, profile, "node-a", [UID])
     got = recorded(lambda check: driver_state.check_released(api, profile, check, "KUBELET-1", held, timeout=1))
     assert [c.verdict for c in got] == ["not tested"]
+
+
+def test_a_driver_pod_whose_container_is_created_again_is_not_read_yet() -> None:
+    # The pod stays Running while the kubelet creates its crashed container again.
+    api = DriverOnNode([UID], container={"waiting": {"reason": "ContainerCreating"}})
+    with pytest.raises(NotRunning, match="no driver pod .* on node node-a with its container running"):
+        driver_state.held_claims(api, profile_with_state(), "node-a")
+    assert driver_state.held_before(api, profile_with_state(), "node-a", [UID]).unreadable

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from kube.api import TRANSIENT_ERRORS, Api
+from kube.api import TRANSIENT_ERRORS, Api, NotRunning
 
 METRICS = 'kubernetes_feature_enabled{name="DRAExtendedResource",stage="BETA"} 1\n'
 VERSION = {
@@ -79,3 +79,28 @@ def test_raw_raises_api_exception_on_an_error_status(api: Api) -> None:
 
 def test_server_version(api: Api) -> None:
     assert api.server_version() == "v1.36.3"
+
+
+class CouldNotStart:
+    """An exec session as the client gives it when the runtime could not start the command: the
+    error channel holds the runtime's message where the client looks for an exit code."""
+
+    def run_forever(self, timeout: float) -> None:
+        pass
+
+    def is_open(self) -> bool:
+        return False
+
+    @property
+    def returncode(self) -> int:
+        return int("Internal error occurred: error executing command in container: container not created")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_command_that_cannot_start_is_not_running_yet(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kube.api.stream", lambda *args, **kwargs: CouldNotStart())
+    with pytest.raises(NotRunning, match="'cat /state' could not start in drv/plugin-x: .*container not created") as e:
+        api.exec("drv", "plugin-x", ["cat", "/state"])
+    assert isinstance(e.value, TRANSIENT_ERRORS)

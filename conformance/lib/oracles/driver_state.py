@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from conformance.lib.checks import Checks
 from conformance.lib.profile import Profile
-from kube.api import Api
+from kube.api import Api, NotRunning, Obj
 from kube.waits import wait_for
 
 NO_CAPABILITY = "the profile declares no nodeState command, so the driver's node-side state cannot be seen"
@@ -29,8 +29,10 @@ def held_claims(api: Api, profile: Profile, node: str) -> set[str]:
     pods = api.list(
         "v1", "Pod", profile.driver_namespace, label_selector=state.pod_selector, field_selector=f"spec.nodeName={node}"
     )
-    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-    assert running, f"no running driver pod ({state.pod_selector}) on node {node}"
+    # A pod stays Running while its container is created again after a crash: the container counts.
+    running = [p for p in pods if _container_running(p, state.container)]
+    if not running:
+        raise NotRunning(f"no driver pod ({state.pod_selector}) on node {node} with its container running")
     return set().union(
         *(
             state.claim_uids(
@@ -41,6 +43,13 @@ def held_claims(api: Api, profile: Profile, node: str) -> set[str]:
     )
 
 
+def _container_running(pod: Obj, container: str | None) -> bool:
+    """The pod's `container` (default: its first) is running."""
+    name = container or pod["spec"]["containers"][0]["name"]
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return any(c.get("name") == name and "running" in (c.get("state") or {}) for c in statuses)
+
+
 def held_on_nodes(api: Api, profile: Profile, nodes: list[str]) -> dict[str, frozenset[str]]:
     """node -> claim UIDs the driver holds prepared there now (none where it cannot be read)."""
     if profile.node_state is None:
@@ -49,7 +58,7 @@ def held_on_nodes(api: Api, profile: Profile, nodes: list[str]) -> dict[str, fro
     for node in nodes:
         try:
             held[node] = frozenset(held_claims(api, profile, node))
-        except AssertionError:  # no running driver pod on the node
+        except NotRunning:
             held[node] = frozenset()
     return held
 
@@ -74,7 +83,7 @@ def held_before(api: Api, profile: Profile, node: str, claim_uids: list[str]) ->
         return Held(node, tuple(claim_uids))
     try:
         return Held(node, tuple(claim_uids), frozenset(held_claims(api, profile, node)))
-    except AssertionError as err:  # no running driver pod on the node
+    except NotRunning as err:
         return Held(node, tuple(claim_uids), unreadable=str(err))
 
 
