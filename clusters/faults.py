@@ -33,6 +33,35 @@ def kill(node: Node, pids: list[str]) -> None:
     node.sh(f"kill -KILL {' '.join(pids)}")
 
 
+def freeze(node: Node, pids: list[str]) -> None:
+    """SIGSTOP: the processes stay, holding their sockets, and answer nothing until killed (a
+    stopped process still dies of SIGKILL). What is sent to them waits unread."""
+    node.sh(f"kill -STOP {' '.join(pids)}")
+
+
+def thaw(node: Node, pids: list[str]) -> None:
+    """SIGCONT: frozen processes go on where they stopped."""
+    node.sh(f"kill -CONT {' '.join(pids)}")
+
+
+def run_for(node: Node, pids: list[str], seconds: float) -> None:
+    """Frozen processes go on for `seconds` (as the node's `sleep` measures it) and are frozen
+    again: one command, so that the step does not depend on how long a command takes to start."""
+    node.sh(f"kill -CONT {' '.join(pids)}; sleep {seconds}; kill -STOP {' '.join(pids)}")
+
+
+def unread_input(node: Node, pids: list[str]) -> list[str]:
+    """The unix sockets of `pids` with something waiting to be read (`ss` lines): bytes a peer
+    sent on a connection, or connections waiting on a listening socket (Recv-Q above 0)."""
+    wanted = {f"pid={p}," for p in pids}
+    waiting = []
+    for line in node.sh("ss -xanpH").splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2].isdigit() and int(fields[2]) > 0 and any(w in line for w in wanted):
+            waiting.append(" ".join(fields))
+    return waiting
+
+
 def kill_containers(node: Node, *crictl_filter: str) -> list[str]:
     """SIGKILL the main process of every container main_pids() finds; their pids."""
     pids = main_pids(node, *crictl_filter)
@@ -45,9 +74,9 @@ def kill_component(node: Node, component: str) -> list[str]:
     return kill_containers(node, "--name", f"^{component}$")
 
 
-def kill_pod(node: Node, pod_uid: str) -> list[str]:
-    """Every container of one pod on the node dies at once."""
-    return kill_containers(node, "--label", f"io.kubernetes.pod.uid={pod_uid}")
+def pod_pids(node: Node, pod_uid: str) -> list[str]:
+    """The main process of every running container of one pod on the node."""
+    return main_pids(node, "--label", f"io.kubernetes.pod.uid={pod_uid}")
 
 
 def restart_machine(api: Api, node: Node) -> None:

@@ -8,6 +8,7 @@ previous test's namespace is still being deleted."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 
 import pytest
 
@@ -146,25 +147,31 @@ def machine_restarted(
     )
 
 
+# How a test ends the driver's pods on a node: entered with those pods before any pod arrives (so
+# the end can be aimed, or the driver held so that it cannot finish preparing before it), left
+# once an arriving pod is bound; the driver ends on leaving. A driver held must be released also
+# when the scenario fails in between.
+DriverStop = Callable[[list[Obj]], AbstractContextManager[None]]
+
+
 def driver_killed_while_preparing(
     target: Target,
     check: Checks,
     namespace: str,
     node: str,
-    kill: Callable[[Obj], None],
+    stop: DriverStop,
     how: str,
     held_at_start: Mapping[str, frozenset[str]],
 ) -> None:
-    """FAULT-1: pods served, more arriving, and the driver's pods on `node` ended by `kill` as soon
+    """FAULT-1: pods served, more arriving, and the driver's pods on `node` ended by `stop` as soon
     as one arriving pod is bound (its claims being prepared); then the convergence oracle, and
     the pods served before the end deleted: the driver that came back must unprepare claims its
     predecessor prepared (one that kept them in memory only cannot)."""
     api = target.api
     before = start_served(target, check, "FAULT-1", namespace, node)
-    arrive(target, namespace, node)
-    wait_one_bound(api, namespace, node)
-    for driver in driver_pods_on(target, node):
-        kill(driver)
+    with stop(driver_pods_on(target, node)):
+        arrive(target, namespace, node)
+        wait_one_bound(api, namespace, node)
     check_hit_preparation(check, "FAULT-1", in_preparation_window(api, namespace), f"the driver {how}")
     recovery.converged(
         target,
