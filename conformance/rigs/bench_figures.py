@@ -92,7 +92,7 @@ def _ratio(
     return b / a if name == "pods_bound_per_s" else a / b
 
 
-def _cell(s: dict[str, float] | None, digits: int = 0) -> str:
+def cell(s: dict[str, float] | None, digits: int = 0) -> str:
     if s is None:
         return "-"
     return f"{s['median']:.{digits}f} [{s['min']:.{digits}f}-{s['max']:.{digits}f}]"
@@ -114,8 +114,8 @@ def table(summary: dict[str, Any]) -> str:
             )
             for figure in FIGURES:
                 digits = 1 if figure == "pods_bound_per_s" else 0
-                cells = [_cell(mechanisms[m][figure], digits) for m in names]
-                cells += [_cell(summary["ratios"][method][size][m][figure], 2) for m in others]
+                cells = [cell(mechanisms[m][figure], digits) for m in names]
+                cells += [cell(summary["ratios"][method][size][m][figure], 2) for m in others]
                 lines.append(f"  {figure:24s} " + " | ".join(cells))
     return "\n".join(lines).lstrip("\n") + "\n"
 

@@ -10,9 +10,10 @@ count of --nodes (e.g. 100,1000), batches of --pods-per-node x nodes one-GPU pod
 name or the other, in alternating order over --rounds rounds. A batch is created while
 kube-scheduler is stopped, so that what is timed is scheduling, not how fast this client creates
 pods (as upstream's scheduler_perf measures only its scheduler); a watch stamps each pod when bound
-(milliseconds). Printed per node count: pods bound per second (first bind to last) and the ratio
-DRA / device plugin; JSON and a plot of pods bound over time go to --out. No assertion is made on
-the numbers.
+(milliseconds). Printed per node count: pods bound per second (first bind to last) and, round by
+round, the ratio DRA / device plugin, each as median [min-max] over the rounds, and upstream's
+scheduler_perf thresholds beside the figures of the same shape; JSON, the table and a plot of pods
+bound over time go to --out, also when the run ends early. No assertion is made on the numbers.
 
 The scheduler gets a client QPS high enough not to be the limit (--scheduler-qps): with the
 default (50) the DRA path would hit it first, since each of its pods costs more API writes (the
@@ -43,6 +44,7 @@ from clusters.topology import ClusterSpec
 from clusters.versions import resolve
 from conformance.lib.objects.special_claim import RESOURCE_API
 from conformance.rigs.bench import PodWatch
+from conformance.rigs.bench_figures import cell, spread
 from conformance.runner.errors import guarded
 from kube.api import Api, Obj
 from kube.waits import wait_for
@@ -62,6 +64,7 @@ MAX_PODS_PER_NODE = 110
 class Batch:
     nodes: int
     mechanism: str
+    round: int
     pods: int
     seconds: float  # first pod bound -> last pod bound
     bound_offsets: list[float]  # s after the first pod was bound, sorted
@@ -182,7 +185,12 @@ def ready_fake_nodes(api: Api) -> int:
     )
 
 
-def run_batch(cluster: Cluster, nodes: int, mechanism: str, count: int, image: str) -> Batch:
+def batch_size(nodes: int, pods_per_node: int, max_pods: int) -> int:
+    """Pods in one batch: upstream's workloads stop at 5000 pods, one per node at 5000 nodes."""
+    return min(nodes * pods_per_node, max_pods)
+
+
+def run_batch(cluster: Cluster, nodes: int, mechanism: str, round_: int, count: int, image: str) -> Batch:
     api = Api(cluster.kubeconfig)
     ns = f"scale-{mechanism}-{uuid.uuid4().hex[:6]}"
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -209,7 +217,7 @@ def run_batch(cluster: Cluster, nodes: int, mechanism: str, count: int, image: s
     wait_for(
         lambda: api.get("v1", "Namespace", ns) is None, timeout=1800, interval=2, what=f"namespace {ns} to be deleted"
     )
-    return Batch(nodes, mechanism, count, bound[-1], bound)
+    return Batch(nodes, mechanism, round_, count, bound[-1], bound)
 
 
 def plot(batches: list[Batch], out: Path) -> Path:
@@ -233,16 +241,53 @@ def plot(batches: list[Batch], out: Path) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class Threshold:
+    """A scheduler_perf workload of upstream's with its CI threshold: the least pods/s it must reach
+    (measured with API server and scheduler in one process, on many cores)."""
+
+    mechanism: str
+    nodes: int
+    pods: int
+    pods_per_s: str
+    case: str
+
+
+# From kubernetes/kubernetes test/integration/scheduler_perf (docs/research/kwok-and-scheduler-perf.md,
+# section B): the classic extended resource with the gate off and on, and DRA-backed names (the
+# threshold changed between versions of the file: 120-130 and 195-197).
+UPSTREAM = (
+    Threshold("device-plugin", 5000, 5000, "180", "misc SchedulingWithExtendedResource/5000pods_5000nodes"),
+    Threshold("dra", 500, 5000, "120-197", "dra/extendedresource ExtendedResource_25|50Classes/5000pods_500nodes"),
+)
+
+
+def _per_round(batches: list[Batch], nodes: int, mechanism: str) -> dict[int, float]:
+    return {b.round: b.pods_per_s for b in batches if (b.nodes, b.mechanism) == (nodes, mechanism)}
+
+
 def table(batches: list[Batch]) -> str:
-    rows = ["| nodes | pods | DRA pods/s | device plugin pods/s | DRA / device plugin |", "|---|---|---|---|---|"]
+    """Per node count: each name's pods/s and, round by round, DRA's rate over the device plugin's,
+    as median [min-max] over the rounds; then upstream's thresholds beside what was measured."""
+    rows = [
+        "| nodes | pods | rounds | DRA pods/s | device plugin pods/s | DRA / device plugin |",
+        "|---|---|---|---|---|---|",
+    ]
     for nodes in sorted({b.nodes for b in batches}):
-        rate = {m: sorted(b.pods_per_s for b in batches if (b.nodes, b.mechanism) == (nodes, m)) for m in NAMES}
-        median = {m: r[len(r) // 2] for m, r in rate.items()}
+        rate = {m: _per_round(batches, nodes, m) for m in NAMES}
+        ratio = [rate["dra"][r] / rate["device-plugin"][r] for r in rate["dra"] if r in rate["device-plugin"]]
         pods = next(b.pods for b in batches if b.nodes == nodes)
         rows.append(
-            f"| {nodes} | {pods} | {median['dra']:.1f} | {median['device-plugin']:.1f} | "
-            f"{median['dra'] / median['device-plugin']:.2f} |"
+            f"| {nodes} | {pods} | {len(ratio)} | {cell(spread(rate['dra'].values()), 1)} | "
+            f"{cell(spread(rate['device-plugin'].values()), 1)} | {cell(spread(ratio), 2)} |"
         )
+    rows += ["", "| upstream scheduler_perf workload | its threshold, pods/s | measured here, same name, same nodes |"]
+    rows.append("|---|---|---|")
+    for t in UPSTREAM:
+        here = spread(_per_round(batches, t.nodes, t.mechanism).values())
+        pods = next((b.pods for b in batches if b.nodes == t.nodes), None)
+        measured = f"{cell(here, 1)} ({pods} pods)" if here else f"not measured at {t.nodes} nodes"
+        rows.append(f"| {t.case} ({t.pods} pods, {t.nodes} nodes, {t.mechanism}) | {t.pods_per_s} | {measured} |")
     return "\n".join(rows) + "\n"
 
 
@@ -253,10 +298,16 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", default=None, help="Kubernetes version (default: the pinned default)")
-    ap.add_argument("--nodes", default="100,1000", help="comma-separated fake node counts, ascending")
+    ap.add_argument("--nodes", default="100,1000,5000", help="comma-separated fake node counts, ascending")
     ap.add_argument("--gpus", type=int, default=8, help="emulated GPUs per fake node")
-    ap.add_argument("--pods-per-node", type=int, default=5, help="pods per batch = this x nodes (one GPU each)")
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--pods-per-node", type=int, default=5, help="pods per batch = this x nodes (one GPU each) ...")
+    ap.add_argument(
+        "--max-pods",
+        type=int,
+        default=5000,
+        help="... but at most this many (upstream's workloads have 5000: at 5000 nodes, one per node)",
+    )
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--scheduler-qps", type=int, default=5000, help="kube-scheduler's client QPS (burst the same)")
     ap.add_argument(
         "--controller-qps",
@@ -273,6 +324,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         ap.error(f"--nodes {args.nodes!r} is not a comma-separated list of numbers")
     if counts != sorted(counts) or counts[0] < 1 or not 1 <= args.pods_per_node <= args.gpus or args.rounds < 1:
         ap.error("--nodes must ascend from 1, --pods-per-node be 1..--gpus (every pod finds a GPU), --rounds >= 1")
+    if args.max_pods < 1:
+        ap.error("--max-pods must be at least 1")
     version = resolve(args.version)  # what the user typed first, then what the host lacks
     require_engine()
     images = BuiltImages.load()
@@ -314,7 +367,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
                 made = nodes
                 for r in range(args.rounds):
                     for mechanism in list(NAMES) if r % 2 == 0 else list(NAMES)[::-1]:
-                        batch = run_batch(cluster, nodes, mechanism, nodes * args.pods_per_node, images.workload)
+                        count = batch_size(nodes, args.pods_per_node, args.max_pods)
+                        batch = run_batch(cluster, nodes, mechanism, r + 1, count, images.workload)
                         batches.append(batch)
                         print(
                             f"[scale] {nodes} nodes, round {r + 1}, {mechanism:13s}: {batch.pods} pods bound in "
@@ -326,15 +380,21 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             if player is not None:
                 player.terminate()
                 player.wait(timeout=30)
+            if batches:  # what was measured is kept however the run ends
+                write_results(batches, args, cluster.name, version.tag, log_path)
+    return 0
+
+
+def write_results(batches: list[Batch], args: argparse.Namespace, cluster: str, version: str, kwok_log: Path) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     text = table(batches)
+    settings = {k: getattr(args, k) for k in ("gpus", "pods_per_node", "max_pods", "rounds", "scheduler_qps")}
     (args.out / "scale.json").write_text(
         json.dumps(
             {
-                "cluster": cluster.name,
-                "version": version.tag,
-                "gpus_per_node": args.gpus,
-                "scheduler_qps": args.scheduler_qps,
+                "cluster": cluster,
+                "version": version,
+                **settings,
                 "controller_qps": args.controller_qps,
                 "batches": [asdict(b) for b in batches],
             },
@@ -342,8 +402,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         )
     )
     (args.out / "scale.md").write_text(text)
-    print(text + f"JSON, table and plot in {args.out} ({plot(batches, args.out).name}); kwok's log: {log_path}")
-    return 0
+    print(text + f"JSON, table and plot in {args.out} ({plot(batches, args.out).name}); kwok's log: {kwok_log}")
 
 
 if __name__ == "__main__":
