@@ -163,13 +163,22 @@ def wait_unschedulable(api: Api, namespace: str, name: str, timeout: float = 60)
 # --- Helpers for the catalogue tests (allocation, naming, claims, containers, quota, workloads) ---
 
 
-def device_class(name: str, driver: str, extended_resource_name: str | None = None, selects: str | None = None) -> Obj:
+def device_class(
+    name: str,
+    driver: str,
+    extended_resource_name: str | None = None,
+    selects: str | None = None,
+    parameters: Obj | None = None,
+) -> Obj:
     """A DeviceClass selecting every device of `driver` (those of them the CEL expression
-    `selects` is true for, where given), optionally with an explicit name."""
+    `selects` is true for, where given), optionally with an explicit name and with opaque
+    configuration `parameters` for the driver."""
     expression = f'device.driver == "{driver}"' + (f" && ({selects})" if selects else "")
     spec: Obj = {"selectors": [{"cel": {"expression": expression}}]}
     if extended_resource_name is not None:
         spec["extendedResourceName"] = extended_resource_name
+    if parameters is not None:
+        spec["config"] = [{"opaque": {"driver": driver, "parameters": parameters}}]
     return labelled({"apiVersion": RESOURCE_API, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec})
 
 
@@ -181,10 +190,11 @@ def create_device_class(
     prefix: str = "cls",
     name: str | None = None,
     selects: str | None = None,
+    parameters: Obj | None = None,
 ) -> Obj:
     """Create a uniquely named DeviceClass; it is deleted when the test ends unless --keep."""
     name = name or f"{prefix}-{_uuid.uuid4().hex[:8]}.kep5004.io"
-    created = api.create(device_class(name, driver, extended_resource_name, selects))
+    created = api.create(device_class(name, driver, extended_resource_name, selects, parameters))
     if not request.config.getoption("--keep"):
         request.addfinalizer(lambda: api.delete(RESOURCE_API, "DeviceClass", name))
     return created
