@@ -42,6 +42,7 @@ from clusters.nodes import KindNodes
 from clusters.paths import CLUSTERS_DIR, REPORTS_DIR, cache_root
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
+from conformance.lib.objects.pods import node_slice
 from conformance.lib.objects.special_claim import RESOURCE_API
 from conformance.rigs.bench import PodWatch
 from conformance.rigs.bench_figures import cell, spread
@@ -86,20 +87,6 @@ def fake_node(name: str, gpus: int) -> Obj:
         },
         "spec": {"taints": [{"key": KWOK_KEY, "value": "fake", "effect": "NoSchedule"}]},
         "status": {"capacity": capacity, "allocatable": capacity},
-    }
-
-
-def node_slice(node: str, gpus: int) -> Obj:
-    return {
-        "apiVersion": RESOURCE_API,
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-gpus"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": f"gpu-{i}"} for i in range(gpus)],
-        },
     }
 
 
@@ -164,7 +151,7 @@ def add_fake_nodes(api: Api, first: int, last: int, gpus: int) -> None:
 
     def add(i: int) -> None:
         api.create(fake_node(f"fake-{i}", gpus))
-        api.create(node_slice(f"fake-{i}", gpus))
+        api.create(node_slice(f"fake-{i}-gpus", DRIVER, f"fake-{i}", gpus))
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(add, range(first, last)))

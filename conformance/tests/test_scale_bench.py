@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.lib.objects.pods import node_slice
 from conformance.rigs import scale_bench
 from conformance.rigs.scale_bench import (
     NAMES,
@@ -12,13 +13,12 @@ from conformance.rigs.scale_bench import (
     device_class,
     fake_node,
     gpu_pod,
-    node_slice,
     table,
 )
 
 
 def test_a_fake_node_offers_the_gpus_under_both_names() -> None:
-    node, slice_ = fake_node("fake-1", 8), node_slice("fake-1", 8)
+    node, slice_ = fake_node("fake-1", 8), node_slice("fake-1-gpus", scale_bench.DRIVER, "fake-1", 8)
     assert node["status"]["allocatable"][NAMES["device-plugin"]] == "8"
     assert NAMES["dra"] not in node["status"]["capacity"], "a name a node lists is never served by DRA there"
     assert node["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}

@@ -182,6 +182,24 @@ def device_class(
     return labelled({"apiVersion": RESOURCE_API, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec})
 
 
+def node_slice(name: str, driver: str, node: str, devices: int) -> Obj:
+    """A ResourceSlice of its own pool, publishing `devices` attribute-less devices of `driver` on
+    `node` (dev-0, dev-1, ...), as a driver's kubelet plugin would."""
+    return labelled(
+        {
+            "apiVersion": RESOURCE_API,
+            "kind": "ResourceSlice",
+            "metadata": {"name": name},
+            "spec": {
+                "driver": driver,
+                "nodeName": node,
+                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": f"dev-{i}"} for i in range(devices)],
+            },
+        }
+    )
+
+
 def create_device_class(
     api: Api,
     request: pytest.FixtureRequest,

@@ -49,6 +49,10 @@ REQUIRED: tuple[Permission, ...] = (
         for v in ("create", "get", "list", "update", "delete")
     ),
     Permission("list", "resourceslices", RESOURCE, why="devices per node, device ids"),
+    *(
+        Permission(v, "resourceslices", RESOURCE, why="KEP-4 publishes a device of a driver of its own")
+        for v in ("create", "delete")
+    ),
     *(Permission(v, "resourcequotas") for v in ("create", "get", "delete")),
     *(Permission(v, "nodes") for v in ("get", "list")),
     Permission("get", "nodes", subresource="proxy", why="each kubelet's feature gates (preflight)"),

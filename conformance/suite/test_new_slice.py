@@ -1,0 +1,65 @@
+"""A pod waiting for devices of a DRA-backed name is bound promptly once a ResourceSlice offers
+one (KEP-4).
+
+NAME-5 shows the retry on a new DeviceClass; here the class exists from the start and the devices
+come later. The class maps a name of its own to a driver of its own, for which the test itself
+publishes a one-device slice on a node the pod fits: nothing else can bring the pod in, and no
+driver takes part (the pod is deleted once bound: no kubelet plugin exists to prepare it).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from conformance.lib.checks import Checks
+from conformance.lib.objects import pods
+from conformance.lib.objects.special_claim import RESOURCE_API
+from conformance.suite.conftest import Target
+from kube.waits import WaitTimeout, wait_for
+
+# kube-scheduler's backoff for a pod that failed is at most 10 s by default; its periodic retry of
+# unschedulable pods, which would bring the pod in without any event, comes after five minutes.
+PROMPT = 60
+
+
+@pytest.mark.requirement("KEP-4")
+def test_a_new_slice_brings_a_waiting_pod_in(
+    target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
+) -> None:
+    api, p = target.api, target.profile
+    nodes = sorted(pods.dra_capacity(api, p.driver))
+    if not nodes:
+        pytest.skip(f"not tested: no node publishes devices of {p.driver}, so none is known to take such pods")
+    suffix = uuid.uuid4().hex[:8]
+    driver, name = f"late-{suffix}.kep5004.io", f"example.com/late-{suffix}"
+    pods.create_device_class(api, request, driver, name, prefix="late")
+    api.create(pods.pod("waiting", [pods.container("main", p, {name: 1})]), namespace)
+    with check("KEP-4", stop=True):
+        pods.wait_unschedulable(api, namespace, "waiting", timeout=90)
+
+    slice_name = f"late-{suffix}"
+    api.create(pods.node_slice(slice_name, driver, nodes[0], 1))
+    request.addfinalizer(lambda: api.delete(RESOURCE_API, "ResourceSlice", slice_name))
+    published = time.monotonic()
+    try:
+        pod = wait_for(
+            lambda: (q := pods.get(api, namespace, "waiting")).get("spec", {}).get("nodeName") and q,
+            timeout=PROMPT,
+            interval=1,
+            what=f"pod waiting bound after a ResourceSlice offered a device of {name}'s class on {nodes[0]}",
+            describe=lambda: pods.summary(api, namespace, "waiting"),
+        )
+    except WaitTimeout as late:
+        with check("KEP-4"):
+            raise AssertionError(
+                f"{late}; the scheduler did not try the pod again on the new slice (its periodic retry "
+                "of unschedulable pods comes only after five minutes)"
+            ) from None
+        return
+    finally:
+        # No plugin of that driver exists to prepare the pod: it goes as soon as it is judged.
+        api.resource("v1", "Pod").delete(name="waiting", namespace=namespace, body={"gracePeriodSeconds": 0})
+    check.observe("KEP-4", f"bound to {pod['spec']['nodeName']} {time.monotonic() - published:.0f} s after the slice")
