@@ -23,6 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--version", help="Kubernetes version, e.g. 1.36 or v1.37.2 (default: the pinned default)")
     up.add_argument("--feature-gates", default="", help="gate overrides, e.g. DRAExtendedResource=false")
     up.add_argument(
+        "--kubelet-version",
+        help="the workers' Kubernetes, 1-3 minors older than --version (version skew; pinned versions only)",
+    )
+    up.add_argument(
         "--purpose",
         default="",
         help="a word in the cluster's name (kep5004-PURPOSE-dra-137), so that it can live beside a run's own",
@@ -40,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             cluster = lifecycle.ensure(
                 ClusterSpec(
-                    args.topology, resolve(args.version), gates=parse_gates(args.feature_gates), purpose=args.purpose
+                    args.topology,
+                    resolve(args.version),
+                    gates=parse_gates(args.feature_gates),
+                    purpose=args.purpose,
+                    kubelet_version=resolve(args.kubelet_version) if args.kubelet_version else None,
                 )
             )
             print(f"{cluster.name}: KUBECONFIG={cluster.kubeconfig}")

@@ -135,10 +135,13 @@ def ensure(
     for tool in (kind_bin(), kubernetes_bin(spec.version, "kubectl")):
         if not tool.exists():
             raise CommandError(f"{tool} is missing: build the toolchain first (make toolchain)")
-    node_image = images.node(spec.version)
-    config = render(spec, host, node_image)
-    image_id = run(["docker", "image", "inspect", "--format", "{{.Id}}", node_image]).strip()
-    wanted = config_hash(config, image_id)
+    node_image, worker_image = images.node(spec.version), images.node(spec.worker_version)
+    config = render(spec, host, node_image, worker_image)
+    image_ids = " ".join(
+        run(["docker", "image", "inspect", "--format", "{{.Id}}", image]).strip()
+        for image in dict.fromkeys((node_image, worker_image))
+    )
+    wanted = config_hash(config, image_ids)
     cdir = _cluster_dir(spec.name)
     hash_file, kubeconfig = cdir / "config-hash", cdir / "kubeconfig"
     cluster = Cluster(spec, kubeconfig)

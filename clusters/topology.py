@@ -31,6 +31,9 @@ TOPOLOGIES: dict[str, tuple[str, ...]] = {
 CHANGED_IN_PLACE = frozenset({"in-place", "gate-cycle"})
 
 
+MAX_KUBELET_SKEW = 3
+
+
 class TopologyError(ValueError):
     pass
 
@@ -43,6 +46,8 @@ class ClusterSpec:
     # What the cluster is for, when not the conformance job's own (soak): a name of its own, so
     # that it can exist next to the job's cluster of the same topology and version.
     purpose: str = ""
+    # Version skew: the workers' Kubernetes (kubelet) when older than the control plane's.
+    kubelet_version: KubeVersion | None = None
 
     def __post_init__(self) -> None:
         if self.purpose and not re.fullmatch(r"[a-z][a-z0-9]{0,15}", self.purpose):
@@ -50,6 +55,19 @@ class ClusterSpec:
                 f"cluster purpose {self.purpose!r}: one lower-case word of at most 16 letters and digits "
                 "(it becomes part of Docker container and host names)"
             )
+        older = self.kubelet_version
+        # Kubernetes supports kubelets up to three minors older than the API server, never newer.
+        if older is not None and not (
+            older.major == self.version.major and 1 <= self.version.minor - older.minor <= MAX_KUBELET_SKEW
+        ):
+            raise TopologyError(
+                f"kubelets at {older.tag} under a {self.version.tag} control plane: a kubelet may be 1 to "
+                f"{MAX_KUBELET_SKEW} minors older than the control plane, never newer or as new"
+            )
+
+    @property
+    def worker_version(self) -> KubeVersion:
+        return self.kubelet_version or self.version
 
     @property
     def name(self) -> str:
@@ -57,7 +75,8 @@ class ClusterSpec:
         gates = ",".join(f"{k}={v}" for k, v in sorted(self.gates.items()))
         tag = f"-g{hashlib.sha256(gates.encode()).hexdigest()[:6]}" if gates else ""
         purpose = f"{self.purpose}-" if self.purpose else ""
-        return f"kep5004-{purpose}{self.topology}-{self.version.major}{self.version.minor}{tag}"
+        skew = f"-k{self.kubelet_version.major}{self.kubelet_version.minor}" if self.kubelet_version else ""
+        return f"kep5004-{purpose}{self.topology}-{self.version.major}{self.version.minor}{skew}{tag}"
 
 
 def parse_gates(text: str) -> dict[str, bool]:
@@ -72,9 +91,11 @@ def parse_gates(text: str) -> dict[str, bool]:
 
 
 def feature_gates(spec: ClusterSpec) -> dict[str, bool]:
-    """Gates to set: DRAExtendedResource only where it is not already on, plus overrides."""
+    """Gates to set: DRAExtendedResource where it is not already on (in the control plane or, with
+    older kubelets, in them: one setting reaches both), plus overrides."""
     stage = gate_stage(spec.version)
-    gates: dict[str, bool] = {} if stage.gate_default else {FEATURE_GATE: True}
+    on_everywhere = stage.gate_default and gate_stage(spec.worker_version).gate_default
+    gates: dict[str, bool] = {} if on_everywhere else {FEATURE_GATE: True}
     for name, value in spec.gates.items():
         if name == FEATURE_GATE and stage.gate_locked and value != stage.gate_default:
             raise TopologyError(
@@ -85,7 +106,9 @@ def feature_gates(spec: ClusterSpec) -> dict[str, bool]:
     return gates
 
 
-def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict[str, Any]:
+def render(spec: ClusterSpec, host: HostFacts, node_image: str, worker_image: str | None = None) -> dict[str, Any]:
+    """The kind configuration of `spec`: the control plane from `node_image`, the workers from
+    `worker_image` (their older version's node image, with kubelet skew) or the same."""
     if spec.topology not in TOPOLOGIES:
         raise TopologyError(f"unknown topology {spec.topology!r} (known: {', '.join(TOPOLOGIES)})")
     kubeadm_patches: list[dict[str, Any]] = [
@@ -110,7 +133,7 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str) -> dict[str, Any
     nodes += [
         {
             "role": "worker",
-            "image": node_image,
+            "image": worker_image or node_image,
             "labels": {MODE_LABEL: mode},
             "extraMounts": [image_archives.node_mount()],
         }

@@ -115,3 +115,22 @@ def test_a_purpose_names_a_cluster_of_its_own() -> None:
     for bad in ("Repro", "re_pro", "1repro", "a" * 17):
         with pytest.raises(TopologyError, match="cluster purpose"):
             ClusterSpec("dra", V137, purpose=bad)
+
+
+def test_older_kubelets_run_on_workers_of_their_own_node_image() -> None:
+    spec = ClusterSpec("dra", V137, kubelet_version=V136)
+    assert spec.name == "kep5004-dra-137-k136"
+    config = render(spec, ORDINARY_HOST, "node:137", "node:136")
+    assert [n["image"] for n in config["nodes"]] == ["node:137", "node:136", "node:136"]
+    assert "featureGates" not in config  # on by default in 1.36 and 1.37
+
+
+def test_the_gate_is_set_where_the_older_kubelets_have_it_off() -> None:
+    config = render(ClusterSpec("dra", V136, kubelet_version=V135), ORDINARY_HOST, "node:136", "node:135")
+    assert config["featureGates"] == {FEATURE_GATE: True}
+
+
+@pytest.mark.parametrize("kubelet", [V137, KubeVersion(1, 33, 0), KubeVersion(2, 36, 0)])
+def test_kubelets_are_older_by_one_to_three_minors(kubelet: KubeVersion) -> None:
+    with pytest.raises(TopologyError, match="1 to 3 minors older"):
+        ClusterSpec("dra", V137, kubelet_version=kubelet)
