@@ -64,7 +64,7 @@ unit: protos report-tools browser
 # Two tiers (docs/timings.md has what each costs, cold and warm):
 # - test (CI, every change; must pass cold in <= 60 min): unit tests, real-cluster tests of
 #   clusters/ and fake_driver/, and the conformance main and mixed stages, all on the default
-#   version only, so only that version's Kubernetes is built (hence no faults, gate cycle or upgrade:
+#   version only, so only that version's Kubernetes is built (hence no faults, gate cycle, upgrade or skew:
 #   they change a cluster in place and move it to another pinned version).
 # - conformance (nightly, and before resolving an issue that touches its stages): every pinned
 #   version, profile and stage (gate cycle, upgrade, ...).
@@ -74,7 +74,7 @@ PROFILES ?= fake-gpu,example-gpu
 test: VERSIONS = $(DEFAULT_VERSION)
 test: lint images report-tools browser
 	$(PY) -m pytest -q --k8s-versions $(DEFAULT_VERSION) $(PYTEST_ARGS)
-	$(PY) -m conformance.runner --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) --no-faults --no-gate-cycle --no-upgrade $(ARGS)
+	$(PY) -m conformance.runner --k8s-versions $(DEFAULT_VERSION) --profile $(PROFILES) --no-faults --no-gate-cycle --no-upgrade --no-skew $(ARGS)
 
 # JOBS versions at once, each with its own clusters (docs/timings.md measures 1 against 3).
 JOBS ?= 3

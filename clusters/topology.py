@@ -70,6 +70,12 @@ class ClusterSpec:
         return self.kubelet_version or self.version
 
     @property
+    def label(self) -> str:
+        """What tells this cluster apart among a run's: its topology, and its kubelets' minor where older."""
+        k = self.kubelet_version
+        return f"{self.topology}-kubelets-{k.major}{k.minor}" if k else self.topology
+
+    @property
     def name(self) -> str:
         # Gate overrides make a different cluster, so they get a different name.
         gates = ",".join(f"{k}={v}" for k, v in sorted(self.gates.items()))

@@ -42,6 +42,15 @@ def upgrade_partner(version: KubeVersion) -> KubeVersion | None:
     return at(version.minor + 1) or at(version.minor - 1)
 
 
+def older_kubelet(version: KubeVersion) -> KubeVersion | None:
+    """The pinned version one minor older than `version`, for kubelets under its control plane
+    (version skew); None when none is pinned."""
+    return next(
+        (v for v in supported_versions() if (v.major, v.minor) == (version.major, version.minor - 1)),
+        None,
+    )
+
+
 def default_version() -> KubeVersion:
     return KubeVersion.parse(pinned()["KUBERNETES_DEFAULT"])
 

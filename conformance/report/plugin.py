@@ -24,8 +24,14 @@ from conformance.report.markers import MARKER, requirement_ids
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("kep5004").addoption(
+    group = parser.getgroup("kep5004")
+    group.addoption(
         "--results-json", type=Path, default=None, help="append one JSON line per test outcome to this file"
+    )
+    group.addoption(
+        "--results-where",
+        default="",
+        help="where this stage ran, put before each test's name in the results (the same tests run on two clusters)",
     )
 
 
@@ -34,7 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--results-json")
     # Only the process that receives every report writes: the xdist controller, or a plain run.
     if path is not None and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(ResultsWriter(path), "kep5004-results")
+        config.pluginmanager.register(ResultsWriter(path, config.getoption("--results-where")), "kep5004-results")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -93,8 +99,8 @@ def _message(report: pytest.TestReport) -> str:
 
 
 class ResultsWriter:
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, where: str = "") -> None:
+        self.path, self.where = path, where
         self.written: dict[str, int] = {}  # test -> checks already written (properties accumulate per phase)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -105,7 +111,7 @@ class ResultsWriter:
         self.written[report.nodeid] = len(checks)
         ids = str(dict(report.user_properties).get("requirements", ""))
         record = {
-            "test": report.nodeid,
+            "test": f"[{self.where}] {report.nodeid}" if self.where else report.nodeid,
             "when": report.when,
             "outcome": report.outcome,
             "requirements": [i for i in ids.split(",") if i],

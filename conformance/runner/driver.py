@@ -15,10 +15,10 @@ from kube.waits import WaitTimeout
 
 
 def describe(api: Api, context: dict[str, Any]) -> None:
-    nodes = api.list("v1", "Node")
-    context.update(
-        server=api.server_version(), kubelets=sorted({n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes})
-    )
+    """The server's version, and every kubelet version seen on the report's clusters (one has
+    older kubelets: the skew stage)."""
+    seen = {n["status"]["nodeInfo"]["kubeletVersion"] for n in api.list("v1", "Node")}
+    context.update(server=api.server_version(), kubelets=sorted(seen | set(context.get("kubelets", []))))
 
 
 def run_preflight(api: Api, report: Report, stage: str) -> bool:

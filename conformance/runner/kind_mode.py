@@ -52,7 +52,7 @@ def on_kind_cluster(
     passed = False
     try:
         with ExitStack() as cluster_for_the_block:
-            with StageLog(out).step(f"{spec.topology} cluster", out):
+            with StageLog(out).step(f"{spec.label} cluster", out):
                 try:
                     cluster = cluster_for_the_block.enter_context(
                         lifecycle.cluster(
@@ -70,7 +70,7 @@ def on_kind_cluster(
             if not passed:
                 cluster.export_logs(out / "diagnostics" / f"cluster-{spec.name}")
     except Exception as err:  # the cluster: recorded by its step
-        log(f"{spec.topology} on {spec.version.tag}: {type(err).__name__}: {err}")
+        log(f"{spec.label} on {spec.version.tag}: {type(err).__name__}: {err}")
     return passed
 
 
@@ -95,22 +95,22 @@ def _profiles_in_turn(
     for report in reports:
         report.wait_scale = scale
         try:
-            with StageLog(report.out).step(f"{spec.topology} driver", report.out):
+            with StageLog(report.out).step(f"{spec.label} driver", report.out):
                 stages.interrupts.check()  # an interrupt came while this lane's cluster was being made
                 api = Api(cluster.kubeconfig)
                 if previous is not None:
-                    log(f"{spec.topology}: removing the fake driver of profile {previous.profile.name}")
+                    log(f"{spec.label}: removing the fake driver of profile {previous.profile.name}")
                     swept = driver_setup.remove_fake_driver(api, cluster.kubectl, previous.profile, images.driver)
                     if swept:
-                        log(f"{spec.topology}: {len(swept)} object(s) of its tests went first")
+                        log(f"{spec.label}: {len(swept)} object(s) of its tests went first")
                 previous = report
-                ready = driver.install_and_check(api, cluster.kubectl, report, images.driver, spec.topology)
+                ready = driver.install_and_check(api, cluster.kubectl, report, images.driver, spec.label)
                 stages.interrupts.check()
             codes = stage(stages, cluster.kubeconfig, report)
             passed &= ready and all(code == 0 for code in codes)
         except Exception as err:  # recorded by the step; the next profile or topology may still give verdicts
             passed = False
-            log(f"{spec.topology} on {spec.version.tag} ({report.profile.name}): {type(err).__name__}: {err}")
+            log(f"{spec.label} on {spec.version.tag} ({report.profile.name}): {type(err).__name__}: {err}")
     return passed
 
 
@@ -170,7 +170,7 @@ def _version(
                 report.context["first_profile_only"] = reports[0].profile.name
         first = step is plan[0][0]
         return on_kind_cluster(
-            ClusterSpec(step.topology, version, gates=gates),
+            ClusterSpec(step.topology, version, gates=gates, kubelet_version=step.kubelets),
             step.stage,
             images,
             reports if step.every_profile else reports[:1],

@@ -40,6 +40,7 @@ class RunOptions:
     no_faults: bool = False
     no_gate_cycle: bool = False
     no_upgrade: bool = False
+    no_skew: bool = False
     timeout_scale: float = 1.0
     k: str = ""
     keep: bool = False
@@ -153,6 +154,11 @@ def parser(prog: str, description: str | None) -> argparse.ArgumentParser:
     )
     p.add_argument("--no-gate-cycle", action="store_true", help="skip the feature gate ON->OFF->ON stage")
     p.add_argument("--no-upgrade", action="store_true", help="skip the Kubernetes upgrade/downgrade stage")
+    p.add_argument(
+        "--no-skew",
+        action="store_true",
+        help="skip the main stages on a cluster whose kubelets are one pinned minor older (version skew)",
+    )
     p.add_argument(
         "--timeout-scale",
         type=float,

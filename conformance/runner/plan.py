@@ -6,7 +6,7 @@ from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
 
-from clusters.versions import upgrade_partner
+from clusters.versions import older_kubelet, upgrade_partner
 from conformance.runner.options import RunOptions
 from conformance.runner.reports import log
 from conformance.runner.stages import FAULTS_SUITE, GATE_CYCLE_SUITE, UPGRADE_SUITE, Stage, Stages, serial_suites
@@ -23,6 +23,7 @@ class Step:
     # Its cluster is made once the first lane's is up: clusters made at once slow each other down,
     # and the first lane, the longest, should not wait for one that has time to spare.
     after_first_cluster: bool = False
+    kubelets: KubeVersion | None = None  # the workers' version where older than the control plane's
 
 
 def kind_plan(version: KubeVersion, options: RunOptions, gates: dict[str, bool]) -> list[Step]:
@@ -50,6 +51,13 @@ def kind_plan(version: KubeVersion, options: RunOptions, gates: dict[str, bool])
         # The lane with the most time to spare makes its cluster last (1cb0317: the main lanes'
         # clusters came up sooner, about half a minute off the longest lane).
         plan.append(Step("in-place", serial_suites(in_place), False, lane="in-place", after_first_cluster=True))
+    older = older_kubelet(version)
+    if not options.no_skew and older is not None:
+        # Kubelets one minor behind the control plane, as during every upgrade: what Kubernetes
+        # does there is the same for every profile's driver, so the first profile runs it.
+        plan.append(
+            Step("dra", Stages.with_older_kubelets, False, lane="skew", after_first_cluster=True, kubelets=older)
+        )
     return plan
 
 

@@ -22,6 +22,7 @@ MIXED_SUITE = SUITE / "mixed"  # nodes serving the name both ways
 GATE_CYCLE_SUITE = SUITE / "gate_cycle"  # switches the gate off and on in place
 FAULTS_SUITE = SUITE / "faults"  # kills and restarts components and nodes in place
 UPGRADE_SUITE = SUITE / "upgrade"  # changes the Kubernetes version in place
+SKEW = "skew"  # the main stages on the cluster with older kubelets: their stage and tests' names begin so
 # The main stages' part of the suite: everything but the suites needing a cluster of their own.
 MAIN_PATHS = [str(SUITE), *(f"--ignore={d}" for d in (MIXED_SUITE, FAULTS_SUITE, GATE_CYCLE_SUITE, UPGRADE_SUITE))]
 # The suite's pytest settings: in a checkout its pyproject.toml and conftest.py (found by pytest
@@ -39,7 +40,16 @@ class Stages:
     def __init__(self, options: RunOptions, interrupts: Interrupts) -> None:
         self.options, self.interrupts = options, interrupts
 
-    def run(self, name: str, paths: list[str], kubeconfig: Path, report: Report, marker: str, workers: int) -> int:
+    def run(
+        self,
+        name: str,
+        paths: list[str],
+        kubeconfig: Path,
+        report: Report,
+        marker: str,
+        workers: int,
+        where: str = "",
+    ) -> int:
         options, out = self.options, report.out
         cmd = [
             sys.executable,
@@ -55,6 +65,7 @@ class Stages:
             f"--kubeconfig={kubeconfig}",
             f"--profile={report.profile_arg}",
             f"--results-json={out / 'results.jsonl'}",
+            *([f"--results-where={where}"] if where else []),
             f"--junitxml={junit.stage_file(out, name)}",
             f"--alluredir={out / 'allure'}",
             f"--diagnostics-dir={out / 'diagnostics'}",
@@ -88,12 +99,20 @@ class Stages:
         StageLog(out).add(name, time.monotonic() - start, exit=code)
         return 0 if code == 5 else code  # 5: the stage selected no test; a signal gives a negative code
 
-    def main(self, kubeconfig: Path, report: Report) -> list[int]:
-        """The suite on a cluster whose nodes serve the name through DRA only."""
-        codes = [self.run("parallel", MAIN_PATHS, kubeconfig, report, "not serial", self.options.parallel)]
+    def main(self, kubeconfig: Path, report: Report, where: str = "") -> list[int]:
+        """The suite on a cluster whose nodes serve the name through DRA only; `where` names the
+        cluster in the stages' and tests' names when it is not the run's main one."""
+        prefix = f"{where}-" if where else ""
+        codes = [
+            self.run(f"{prefix}parallel", MAIN_PATHS, kubeconfig, report, "not serial", self.options.parallel, where)
+        ]
         if not self.options.no_serial:
-            codes.append(self.run("serial", MAIN_PATHS, kubeconfig, report, "serial", 1))
+            codes.append(self.run(f"{prefix}serial", MAIN_PATHS, kubeconfig, report, "serial", 1, where))
         return codes
+
+    def with_older_kubelets(self, kubeconfig: Path, report: Report) -> list[int]:
+        """The main stages again, on a cluster whose kubelets are a minor older than its control plane."""
+        return self.main(kubeconfig, report, where=SKEW)
 
     def mixed(self, kubeconfig: Path, report: Report) -> list[int]:
         # Tests needing a profile capability (nodeModes) report "not tested" without it.

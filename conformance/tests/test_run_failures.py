@@ -26,7 +26,7 @@ from conformance.runner.stages import Stages
 from conformance.runner.stopping import Interrupts, stop_process_group
 from kube.api import Api
 
-MAIN_ONLY = dict(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True)
+MAIN_ONLY = dict(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True, no_skew=True)
 
 
 class FakeCluster:
@@ -286,7 +286,9 @@ def test_the_in_place_lane_makes_its_cluster_once_the_first_lanes_is_up_or_faile
 
     monkeypatch.setattr(lifecycle, "ensure", ensure)
     monkeypatch.setattr(Stages, "run", lambda *args, **kwargs: 0)
-    options = RunOptions(k8s_versions=("1.37",), no_mixed=True, no_gate_cycle=True, no_upgrade=True, out=kind["out"])
+    options = RunOptions(
+        k8s_versions=("1.37",), no_mixed=True, no_gate_cycle=True, no_upgrade=True, no_skew=True, out=kind["out"]
+    )
     assert run(options).code == (1 if first_fails else 0)
     assert events == ["dra asked", "dra up", "in-place asked"]
 

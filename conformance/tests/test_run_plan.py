@@ -2,25 +2,44 @@
 
 from __future__ import annotations
 
+from clusters.topology import ClusterSpec
 from clusters.versions import supported_versions, upgrade_partner
 from conformance.runner.options import RunOptions
-from conformance.runner.plan import kind_plan, lanes
+from conformance.runner.plan import Step, kind_plan, lanes
+from kube.versions import KubeVersion
 
 ALL = RunOptions()
 
 
+def label(step: Step, version: KubeVersion) -> str:
+    return ClusterSpec(step.topology, version, kubelet_version=step.kubelets).label
+
+
 def topologies(version, args=ALL, gates=None) -> list[str]:
-    return [step.topology for step in kind_plan(version, args, gates or {})]
+    return [label(step, version) for step in kind_plan(version, args, gates or {})]
 
 
 def test_every_version_gets_clusters_for_the_gate_cycle_and_for_faults_and_upgrade() -> None:
     for version in supported_versions():
-        assert topologies(version) == ["dra", "mixed", "gate-cycle", "in-place"], version
+        assert topologies(version)[:4] == ["dra", "mixed", "gate-cycle", "in-place"], version
+
+
+def test_kubelets_one_pinned_minor_older_run_the_main_stages_in_a_lane_of_their_own() -> None:
+    pinned = sorted(supported_versions())
+    for older, version in zip(pinned, pinned[1:]):
+        plan = kind_plan(version, ALL, {})
+        skew = [step for step in plan if step.kubelets]
+        assert [(s.kubelets, s.lane, s.every_profile, s.after_first_cluster) for s in skew] == [
+            (older, "skew", False, True)
+        ]
+    assert not any(step.kubelets for step in kind_plan(pinned[0], ALL, {})), "nothing older is pinned"
+    assert not any(step.kubelets for step in kind_plan(pinned[-1], RunOptions(no_skew=True), {}))
 
 
 def lane_topologies(args=ALL, one_cluster_at_a_time=False) -> list[list[str]]:
-    plan = kind_plan(min(supported_versions()), args, {})
-    return [[step.topology for step in lane] for lane in lanes(plan, one_cluster_at_a_time)]
+    version = min(supported_versions())
+    plan = kind_plan(version, args, {})
+    return [[label(step, version) for step in lane] for lane in lanes(plan, one_cluster_at_a_time)]
 
 
 def test_each_version_upgrades_to_a_neighbour_one_minor_away_and_the_newest_rolls_back_first() -> None:
