@@ -34,7 +34,6 @@ from conformance.runner.options import RunOptions
 from conformance.runner.stopping import signals_interrupt
 from fake_driver.defects import DEFECTS
 from kube.api import Api
-from kube.waits import wait_for
 
 PROG = "python -m conformance.rigs.selfcheck"  # its name in usage lines (a make target of a checkout)
 
@@ -151,15 +150,9 @@ def run_one(
     args: argparse.Namespace,
 ) -> Outcome:
     profile_path = defect_profile(base, defect, out)
-    # A clean slate: the previous defect's DaemonSets, DeviceClasses and ResourceSlices go first
-    # (slices left by the last driver would pass preflight before the new one replaced them).
-    driver_setup.uninstall_fake_driver(lifecycle.kubectl_runner(kubeconfig), base, BuiltImages.load().driver)
-    api = Api(kubeconfig)
-    wait_for(
-        lambda: not driver_setup.published_devices(api, base),
-        timeout=120,
-        what=f"{base.driver}'s ResourceSlices gone",
-        describe=lambda: str(dict(driver_setup.published_devices(api, base))),
+    # A clean slate: the previous defect's DaemonSets, DeviceClasses and ResourceSlices go first.
+    driver_setup.remove_fake_driver(
+        Api(kubeconfig), lifecycle.kubectl_runner(kubeconfig), base, BuiltImages.load().driver, sweep=False
     )
     started = time.monotonic()
     code = runner.run(

@@ -61,9 +61,20 @@ def remove_fake_driver(
 ) -> list[str]:
     """Uninstall the fake driver, after the suite's objects are gone (unless not `sweep`): a pod
     still terminating when its driver goes can never have its claim unprepared, and stays (with
-    the claim and its namespace) for good. Returns what was swept."""
+    the claim and its namespace) for good. Returns what was swept.
+
+    Done means its ResourceSlices gone too: each kubelet deletes a departed plugin's slices only
+    after a grace period, and a driver deployed again before that would be judged on the old
+    ones (seen: preflight passed on them, then the scoring tests found no device at all)."""
     swept = cleanup.sweep(api) if sweep else []
     uninstall_fake_driver(kubectl, profile, image)
+    wait_for(
+        lambda: not published_devices(api, profile),
+        timeout=180,
+        interval=2,
+        what=f"the ResourceSlices of {profile.driver} gone after its driver was removed",
+        describe=lambda: str(dict(published_devices(api, profile))),
+    )
     return swept
 
 
