@@ -175,7 +175,7 @@ def ensure(
                 + (f", after {waited:.0f} s waiting for room on the host" if waited >= 1 else "")
                 + ")"
             )
-            _create_with_retry(spec, kubeconfig, node_image, config_path)
+            _create_with_retry(spec, kubeconfig, config_path)
             progress(f"{spec.name}: installing pod network")
             network.install(Api(kubeconfig), cluster.nodes())
             cluster.wait_nodes_ready()
@@ -196,9 +196,7 @@ def ensure(
     return cluster
 
 
-def _create_with_retry(
-    spec: ClusterSpec, kubeconfig: Path, node_image: str, config_path: Path, attempts: int = 2
-) -> None:
+def _create_with_retry(spec: ClusterSpec, kubeconfig: Path, config_path: Path, attempts: int = 2) -> None:
     """kind create, once more after a failure: on a loaded host kubeadm's wait for the API server
     can time out. The nodes of a failed attempt are kept (--retain) until their logs are exported
     under <state>/failed/, so the directory a message names holds the cause."""
@@ -209,7 +207,8 @@ def _create_with_retry(
         "cluster",
         f"--name={spec.name}",
         f"--kubeconfig={kubeconfig}",
-        f"--image={node_image}",
+        # No --image: it would replace every node's image, and the config names each node's
+        # (workers may run an older version's).
         f"--config={config_path}",
         "--retain",
     ]

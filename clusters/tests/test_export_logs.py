@@ -60,5 +60,5 @@ def test_a_failed_creation_keeps_its_nodes_until_their_logs_are_exported(monkeyp
     monkeypatch.setenv("KEP5004_CACHE", str(tmp_path))
     spec = ClusterSpec("dra", resolve("1.37"))
     with pytest.raises(CommandError, match="in 2 attempts; logs in"):
-        lifecycle._create_with_retry(spec, tmp_path / "kubeconfig", "node:image", tmp_path / "kind.yaml")
+        lifecycle._create_with_retry(spec, tmp_path / "kubeconfig", tmp_path / "kind.yaml")
     assert events == ["create --retain", "export", "delete"] * 2
