@@ -109,7 +109,13 @@ class DriverState(Api):
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, **selectors: str) -> list[dict]:
         if namespace == "drv":
-            return [{"metadata": {"namespace": "drv", "name": "plugin"}, "status": {"phase": "Running"}}]
+            return [
+                {
+                    "metadata": {"namespace": "drv", "name": "plugin"},
+                    "spec": {"containers": [{"name": "plugin"}]},
+                    "status": {"phase": "Running", "containerStatuses": [{"name": "plugin", "state": {"running": {}}}]},
+                }
+            ]
         return super().list(api_version, kind, namespace)
 
     def exec(self, namespace: str, name: str, command: list[str], container: str | None = None) -> str:
