@@ -48,6 +48,24 @@ def wait_nodes_ready(kubeconfig: Path, kubelet_version: str | None = None, timeo
     )
 
 
+def wait_daemonset_ready(kubeconfig: Path, namespace: str, name: str, timeout: float = 180) -> None:
+    """Every pod the DaemonSet should run is ready."""
+    api = Api(kubeconfig)
+
+    def state() -> dict[str, int]:
+        status = (api.get("apps/v1", "DaemonSet", name, namespace) or {}).get("status") or {}
+        return {k: status.get(k, 0) for k in ("desiredNumberScheduled", "numberReady")}
+
+    wait_for(
+        lambda: (s := state())["desiredNumberScheduled"] > 0 and s["numberReady"] == s["desiredNumberScheduled"],
+        timeout=timeout,
+        interval=2,
+        transient=TRANSIENT_ERRORS,
+        what=f"DaemonSet {namespace}/{name} ready on every node",
+        describe=lambda: str(state()),
+    )
+
+
 def wait_api_ready(kubeconfig: Path, timeout: float = 300) -> None:
     """kube-apiserver answers /readyz with ok: its informers synced and its RBAC roles in place.
     Answering at all is not enough: a server that has just started refuses even the cluster admin

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters import capacity, health, image_archives, lease, network, probe_patches
+from clusters import capacity, health, image_archives, lease, network, probe_patches, upgrade
 from clusters.host import HostFacts, require_engine
 from clusters.images import BuiltImages
 from clusters.nodes import KindNodes
@@ -176,6 +176,8 @@ def ensure(
                 + ")"
             )
             _create_with_retry(spec, kubeconfig, config_path)
+            if spec.kubelet_version:
+                _control_plane_images_on_older_workers(cluster, spec, images)
             progress(f"{spec.name}: installing pod network")
             network.install(Api(kubeconfig), cluster.nodes())
             cluster.wait_nodes_ready()
@@ -194,6 +196,20 @@ def ensure(
     cluster.created_s = time.monotonic() - start
     progress(f"{spec.name}: ready in {cluster.created_s:.0f} s")
     return cluster
+
+
+def _control_plane_images_on_older_workers(cluster: Cluster, spec: ClusterSpec, images: BuiltImages) -> None:
+    """kubeadm runs the control plane's kube-proxy on every node, and an older node image lacks
+    it (seen: kube-proxy in ImagePullBackOff on 1.36 workers, so the workers' pods reached no
+    Service). Its images imported, the waiting pods are made again at once instead of at the end
+    of their pull back-off."""
+    api = Api(cluster.kubeconfig)
+    for node in KindNodes.of_cluster(spec.name).workers:
+        upgrade.import_components(node, spec.version, images)
+        for pod in api.list("v1", "Pod", "kube-system", field_selector=f"spec.nodeName={node.name}"):
+            if (pod.get("status") or {}).get("phase") != "Running":
+                api.delete("v1", "Pod", pod["metadata"]["name"], "kube-system")
+    health.wait_daemonset_ready(cluster.kubeconfig, "kube-system", "kube-proxy")
 
 
 def _create_with_retry(spec: ClusterSpec, kubeconfig: Path, config_path: Path, attempts: int = 2) -> None:

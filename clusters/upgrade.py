@@ -41,7 +41,6 @@ def staged(version: KubeVersion, binary: str) -> str:
 
 def stage(nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
     """Binaries and component images of `version` on every node (once per node)."""
-    archive = images.components(version)
     for node in nodes.nodes:
         done = staged(version, ".staged")
         if node.sh(f"test -f {done} && echo yes || true").strip() == "yes":
@@ -50,12 +49,20 @@ def stage(nodes: KindNodes, version: KubeVersion, images: BuiltImages) -> None:
         node.sh(f"mkdir -p {STAGE_DIR}/{version.tag}")
         for binary in BINARIES:
             node.copy_in(kubernetes_bin(version, binary), staged(version, binary))
-        tmp = staged(version, "components.tar")
-        node.copy_in(archive, tmp)
-        node.sh(
-            "ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms "
-            f"--no-unpack --digests {tmp} >/dev/null && rm {tmp} && touch {done}"
-        )
+        import_components(node, version, images)
+        node.sh(f"touch {done}")
+
+
+def import_components(node: Node, version: KubeVersion, images: BuiltImages) -> None:
+    """The component images of `version` (kube-proxy, the control plane's) in the node's containerd,
+    pinned: a node of another version's image has none of them, and nothing can be pulled."""
+    tmp = staged(version, "components.tar")
+    node.sh(f"mkdir -p {STAGE_DIR}/{version.tag}")
+    node.copy_in(images.components(version), tmp)
+    node.sh(
+        "ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms "
+        f"--no-unpack --digests {tmp} >/dev/null && rm {tmp}"
+    )
 
 
 def _apply_control_plane(kubeconfig: Path, node: Node, version: KubeVersion, force: bool) -> None:
