@@ -52,18 +52,29 @@ wanted=$(highest_in "$manifests/dra")
   || die "clusters/versions.env pins hostpathplugin $hostpath_tag for $version, its manifests ask for ${wanted:-nothing}"
 
 # csi-driver-host-path pins k8s.io/* with replace directives of its own, which a wrapper module
-# would ignore: build inside a writable copy of the module itself.
+# would ignore: it is built as its own main module. From the Go module proxy (no vendor tree in a
+# module zip: its go.mod and go.sum resolve it), or where the proxy does not serve it, from the
+# pinned tag of a local clone named by KEP5004_HOSTPATHPLUGIN_GIT (the tags carry a vendor tree,
+# so nothing else is fetched).
 hp_out=$TOOLS_DIR/hostpathplugin-$hostpath_tag
 if ! cached "$hp_out"; then
   hp_module=github.com/kubernetes-csi/csi-driver-host-path
-  hp_src=$(go mod download -json "$hp_module@$hostpath_tag" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [[ -d $hp_src ]] || die "the Go module proxy does not serve $hp_module@$hostpath_tag"
   hp_work=$CACHE_ROOT/work/hostpathplugin-$hostpath_tag
-  rm -rf "$hp_work" "$hp_out"; mkdir -p "$(dirname "$hp_work")" "$hp_out"
-  cp -r "$hp_src" "$hp_work"; chmod -R u+w "$hp_work"
+  rm -rf "$hp_work" "$hp_out"; mkdir -p "$hp_work" "$hp_out"
+  if hp_src=$(go mod download -json "$hp_module@$hostpath_tag" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') \
+      && [[ -d $hp_src ]]; then
+    cp -r "$hp_src/." "$hp_work"; chmod -R u+w "$hp_work"
+    hp_mod=mod
+  elif [[ -n ${KEP5004_HOSTPATHPLUGIN_GIT:-} ]]; then
+    log "hostpathplugin $hostpath_tag: the module proxy does not serve it; tag $hostpath_tag of $KEP5004_HOSTPATHPLUGIN_GIT"
+    git -C "$KEP5004_HOSTPATHPLUGIN_GIT" archive "$hostpath_tag" | tar -x -C "$hp_work"
+    hp_mod=vendor
+  else
+    die "the Go module proxy does not serve $hp_module@$hostpath_tag: set KEP5004_HOSTPATHPLUGIN_GIT to a clone of its repository"
+  fi
   build_hostpath() {
     cd "$hp_work"
-    CGO_ENABLED=0 GOFLAGS="$GOFLAGS -mod=mod" quiet go build -v -ldflags "-s -w -X main.version=$hostpath_tag" \
+    CGO_ENABLED=0 GOFLAGS="$GOFLAGS -mod=$hp_mod" quiet go build -v -ldflags "-s -w -X main.version=$hostpath_tag" \
       -o "$hp_out/hostpathplugin" ./cmd/hostpathplugin
   }
   run_logged "build-hostpathplugin-$hostpath_tag" build_hostpath
