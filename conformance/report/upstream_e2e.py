@@ -5,6 +5,7 @@ compared with our summary of the same cluster, and written as markdown (docs/ups
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,10 @@ def _labelled(spec: dict[str, Any]) -> bool:
     return any(FEATURE_LABEL in t for t in texts) or FEATURE_LABEL.strip("[]") in labels
 
 
+# The e2e framework appends a spec's labels to its It text: " [KubeletMinVersion:1.35] [Serial]".
+LABEL_SUFFIX = re.compile(r"(\s+\[[^\]]+\])+$")
+
+
 def read_ginkgo(path: Path) -> list[SpecResult]:
     """The It specs of a Ginkgo JSON report that carry the DRAExtendedResource gate label."""
     results = []
@@ -45,7 +50,7 @@ def read_ginkgo(path: Path) -> list[SpecResult]:
             message = (spec.get("Failure") or {}).get("Message", "")
             results.append(
                 SpecResult(
-                    text=spec["LeafNodeText"],
+                    text=LABEL_SUFFIX.sub("", spec["LeafNodeText"]),
                     state=spec.get("State", "invalid"),
                     seconds=spec.get("RunTime", 0) / 1e9,
                     failure=next(iter(message.strip().splitlines()), ""),

@@ -118,8 +118,8 @@ def leftovers(api: Api) -> list[str]:
 
 def run_upstream(
     cluster: lifecycle.Cluster, version: KubeVersion, images: UpstreamImages, regex: str, out: Path
-) -> Path:
-    """e2e.test against the cluster; returns its Ginkgo JSON report."""
+) -> None:
+    """e2e.test against the cluster; its Ginkgo JSON report goes to out/upstream.json."""
     report = out / "upstream.json"
     cmd = [
         str(e2e_binary(version)),
@@ -127,6 +127,7 @@ def run_upstream(
         "--provider=local",
         f"--ginkgo.focus={regex}",
         "--ginkgo.v",
+        "--ginkgo.no-color",
         "--ginkgo.timeout=2h",
         f"--ginkgo.json-report={report}",
         f"--ginkgo.junit-report={out / 'junit-upstream.xml'}",
@@ -137,21 +138,33 @@ def run_upstream(
     with (out / "e2e.log").open("w") as output:
         code = subprocess.run(cmd, env=env, stdout=output, stderr=subprocess.STDOUT).returncode
     log(f"e2e.test exited {code} (log: {out / 'e2e.log'})")
-    return report
 
 
 def one_cluster(version: KubeVersion, lane: Lane, specs: UpstreamMapping, args: argparse.Namespace) -> table.Comparison:
     spec = ClusterSpec(lane.topology, version, purpose="upstream")
     out = args.out / spec.name
     out.mkdir(parents=True, exist_ok=True)
-    building = start_building(version)
-    try:
-        comparison = on_cluster(spec, building, lane, specs, args, out)
-    finally:
-        if building.poll() is None:  # the compiler too, not only the script
-            os.killpg(building.pid, signal.SIGTERM)
+    if not args.tables_only:
+        building = start_building(version)
+        try:
+            on_cluster(spec, building, lane, specs, args, out)
+        finally:
+            if building.poll() is None:  # the compiler too, not only the script
+                os.killpg(building.pid, signal.SIGTERM)
+    comparison = compared(spec, lane, specs, out)
     (out / "comparison.json").write_text(json.dumps(table.to_json(comparison), indent=2) + "\n")
     return comparison
+
+
+def compared(spec: ClusterSpec, lane: Lane, specs: UpstreamMapping, out: Path) -> table.Comparison:
+    """Both runs' reports in `out` side by side."""
+    report, ours = out / "upstream.json", out / "ours" / "existing"
+    if not (ours / summary.FILE).exists():
+        raise RuntimeError(f"{spec.name}: our run left no summary in {ours}")
+    results = table.read_ginkgo(report) if report.exists() else []
+    verdicts = summary.verdict_of_each(summary.read(ours))
+    asked = specs.device_plugin_specs().specs if lane.device_plugin_only else None
+    return table.compare(f"{spec.version.tag}, cluster `{spec.topology}`", results, verdicts, specs, asked)
 
 
 def on_cluster(
@@ -161,7 +174,8 @@ def on_cluster(
     specs: UpstreamMapping,
     args: argparse.Namespace,
     out: Path,
-) -> table.Comparison:
+) -> None:
+    """Our run, then e2e.test, on the cluster of `spec`; their reports go to `out`."""
     version = spec.version
     with lifecycle.cluster(spec, BuiltImages.load(), keep=args.keep) as cluster:
         started = time.monotonic()
@@ -186,11 +200,7 @@ def on_cluster(
             raise RuntimeError(f"{spec.name}: our driver left {', '.join(leftovers(api))}") from None
         images = built(building)
         cluster.load_images(*images.tags)
-        report = run_upstream(cluster, version, images, focus(specs, lane.device_plugin_only), out)
-    results = table.read_ginkgo(report) if report.exists() else []
-    verdicts = summary.verdict_of_each(summary.read(out / "ours" / "existing"))
-    asked = specs.device_plugin_specs().specs if lane.device_plugin_only else None
-    return table.compare(f"{version.tag}, cluster `{spec.topology}`", results, verdicts, specs, asked)
+        run_upstream(cluster, version, images, focus(specs, lane.device_plugin_only), out)
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
@@ -205,6 +215,11 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     )
     p.add_argument("--profile", default="fake-gpu", help="the fake driver's profile for our run (default: %(default)s)")
     p.add_argument("--keep", action="store_true", help="keep the kind clusters")
+    p.add_argument(
+        "--tables-only",
+        action="store_true",
+        help="make no cluster: the table again from the reports an earlier run left in --out",
+    )
     p.add_argument("--out", type=Path, default=REPORTS_DIR / "upstream-e2e")
     args = p.parse_args(argv)
     versions = [resolve(v) for v in re.split(r"[\s,]+", args.k8s_versions) if v] or supported_versions()
@@ -212,7 +227,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     if not lanes:
         p.error(f"--topologies names none of {', '.join(lane.topology for lane in LANES)}")
     profiles.load(args.profile)  # what the user typed first: a mistake stops us before anything is made
-    require_engine()
+    if not args.tables_only:
+        require_engine()
     specs = mapping()
     comparisons: list[table.Comparison] = []
     failed_runs: list[str] = []

@@ -63,7 +63,7 @@ def test_a_text_or_key_twice_is_refused() -> None:
 def test_only_gate_labelled_it_specs_are_read(tmp_path: Path) -> None:
     path = _report(
         tmp_path / "r.json",
-        _spec("must reject pod with invalid extended resource name", "passed"),
+        _spec("must reject pod with invalid extended resource name [KubeletMinVersion:1.34] [Serial]", "passed"),
         _spec("must prevent overcommitment of extended resources", "failed", message="pod2 never ran\nmore"),
         _spec("supports claim and class parameters", "skipped", labels=[[], ["DRA"]]),
     )
