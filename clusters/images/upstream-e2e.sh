@@ -17,14 +17,21 @@ base=$("$here/workload.sh")
 base_id=$(docker image inspect --format '{{.Id}}' "$base")
 src=$(go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
 
-# The tags this version's specs ask for: busybox from e2e.test's image list; the device plugin from
-# the DaemonSet manifest it deploys (its image list may name an older tag); the hostpath plugin is
-# pinned per version in clusters/versions.env (build-upstream-e2e.sh checks it against the manifests).
-busybox_tag=$("$e2e_dir/e2e.test" --list-images 2>/dev/null | sed -n 's#.*/busybox:##p' | head -n 1)
+repo_list=$IMAGES_DIR/upstream-e2e-repo-list.yaml
+printf 'promoterE2eRegistry: %s\nsigStorageRegistry: %s\n' "$E2E_PREFIX" "$STORAGE_PREFIX" >"$repo_list"
+
+# The tags this version's specs ask for: busybox (the default test image) from e2e.test's image list
+# with our prefixes in place (the list also names other busybox tags, from manifests it does not
+# rewrite); the device plugin from the DaemonSet manifest it deploys (the image list may name an
+# older tag); the hostpath plugin is pinned per version in clusters/versions.env
+# (build-upstream-e2e.sh checks it against the manifests).
+busybox_tag=$(KUBE_TEST_REPO_LIST=$repo_list "$e2e_dir/e2e.test" --list-images 2>/dev/null \
+  | sed -n "s#^$E2E_PREFIX/busybox:##p")
 plugin_tag=$(sed -n 's#.*image: .*/sample-device-plugin:##p' \
   "$src/test/e2e/testing-manifests/sample-device-plugin/sample-device-plugin.yaml")
 hostpath_tag=${hostpath_dir##*/hostpathplugin-}
-[[ -n $busybox_tag && -n $plugin_tag ]] || die "could not read the busybox or sample-device-plugin tag of $version"
+[[ $busybox_tag =~ ^[^[:space:]]+$ && -n $plugin_tag ]] \
+  || die "could not read the busybox (got '$busybox_tag') or sample-device-plugin tag of $version"
 
 # image TAG BINARY DOCKERFILE-TAIL: BINARY added to the base image at /, with the lines given.
 image() {
@@ -47,7 +54,5 @@ ENTRYPOINT ["/hostpathplugin"]'
 image "$plugin" "$e2e_dir/sample-device-plugin" 'COPY sample-device-plugin /sampledeviceplugin
 ENTRYPOINT ["/sampledeviceplugin", "-alsologtostderr"]'
 
-repo_list=$IMAGES_DIR/upstream-e2e-repo-list.yaml
-printf 'promoterE2eRegistry: %s\nsigStorageRegistry: %s\n' "$E2E_PREFIX" "$STORAGE_PREFIX" >"$repo_list"
 echo "$repo_list"
 printf '%s\n' "$busybox" "$hostpath" "$plugin"
