@@ -184,6 +184,7 @@ def on_cluster(
                 kubeconfig=cluster.kubeconfig,
                 profile=args.profile,
                 install_fake_driver=True,
+                disruptive=True,  # as on any kind cluster of the suite's (kind mode forces it)
                 k=lane.our_tests,
                 out=out / "ours",
                 # as kind mode does: waits stretched by how loaded the host was when the cluster was made
