@@ -87,6 +87,9 @@ class Comparison:
     title: str  # e.g. "v1.37.2, cluster kep5004-upstream-dra-137"
     rows: list[Row] = field(default_factory=list)
     unmapped: list[SpecResult] = field(default_factory=list)  # labelled specs the mapping does not know
+    notes: list[str] = field(
+        default_factory=list
+    )  # what the reader must know to read the rows, e.g. our preflight failed
 
     @property
     def disagreements(self) -> list[Row]:
@@ -136,6 +139,8 @@ def markdown(comparisons: list[Comparison], mapping: UpstreamMapping) -> str:
             "",
             f"{counts[AGREE]} agree, {counts[DISAGREE]} disagree, {counts[NOT_COMPARED]} not compared.",
             "",
+            *(f"- {_cell(n)}" for n in c.notes),
+            *([""] if c.notes else []),
             "| upstream spec | IDs | upstream | ours | |",
             "|---|---|---|---|---|",
         ]
@@ -169,4 +174,5 @@ def to_json(c: Comparison) -> dict[str, Any]:
         "title": c.title,
         "rows": [r.__dict__ | {"ids": list(r.ids)} for r in c.rows],
         "unmapped": [r.__dict__ for r in c.unmapped],
+        "notes": c.notes,
     }

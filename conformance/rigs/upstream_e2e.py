@@ -162,9 +162,21 @@ def compared(spec: ClusterSpec, lane: Lane, specs: UpstreamMapping, out: Path) -
     if not (ours / summary.FILE).exists():
         raise RuntimeError(f"{spec.name}: our run left no summary in {ours}")
     results = table.read_ginkgo(report) if report.exists() else []
-    verdicts = summary.verdict_of_each(summary.read(ours))
+    our_summary = summary.read(ours)
     asked = specs.device_plugin_specs().specs if lane.device_plugin_only else None
-    return table.compare(f"{spec.version.tag}, cluster `{spec.topology}`", results, verdicts, specs, asked)
+    comparison = table.compare(
+        f"{spec.version.tag}, cluster `{spec.topology}`", results, summary.verdict_of_each(our_summary), specs, asked
+    )
+    if not report.exists():
+        comparison.notes.append(f"e2e.test left no report (see {out / 'e2e.log'})")
+    failed = [p for p in our_summary["context"].get("preflight", []) if p["verdict"] == "failed"]
+    if failed:  # every test of ours then fails with it: the rows say nothing about the cluster
+        comparison.notes.append(
+            "our preflight failed, so each of our tests failed with it: "
+            + "; ".join(f"{p['name']}: {p['detail']}" for p in failed[:3])
+            + (f" (and {len(failed) - 3} more)" if len(failed) > 3 else "")
+        )
+    return comparison
 
 
 def on_cluster(

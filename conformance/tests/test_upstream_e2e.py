@@ -112,6 +112,7 @@ def test_page_keeps_its_hand_written_part(tmp_path: Path) -> None:
     page = tmp_path / "upstream-e2e.md"
     page.write_text("# Upstream e2e\n\nWhy and how.\n")
     c = table.compare("v1.37.2, cluster `dra`", [], {}, mapping())
+    c.notes.append("our preflight failed | gate off")
     table.write_into(page, table.markdown([c], mapping()))
     first = page.read_text()
     table.write_into(page, table.markdown([c], mapping()))
@@ -119,6 +120,7 @@ def test_page_keeps_its_hand_written_part(tmp_path: Path) -> None:
     assert first.startswith("# Upstream e2e\n\nWhy and how.\n") and first.count(table.BEGIN) == 1
     assert "| `quota` must run a pod with extended resource with resource quota |" in first
     assert "dl.k8s.io" in first  # the offline list, with its reasons
+    assert "- our preflight failed \\| gate off\n" in first
 
 
 def test_device_plugin_focus_selects_exactly_those_specs() -> None:
