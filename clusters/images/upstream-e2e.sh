@@ -36,7 +36,10 @@ hostpath_tag=${hostpath_dir##*/hostpathplugin-}
 # image TAG BINARY DOCKERFILE-TAIL: BINARY added to the base image at /, with the lines given.
 image() {
   local tag=$1 binary=$2 tail=$3 hash ctx
-  hash=$(content_hash "$0" "$base_id" "$binary" "$tail")
+  # The tag is part of the content: two tags of one repository built alike (busybox 1.37.0-1 and
+  # 1.37.0-2) would otherwise be one image id, whose node archive (clusters/image_archives.py names
+  # it by repository and id) holds only the tag saved first.
+  hash=$(content_hash "$0" "$base_id" "$binary" "$tail" "$tag")
   if image_current "$tag" "$hash"; then log "$tag: reused"; return; fi
   ctx=$(mktemp -d "$CACHE_ROOT/work/upstream-e2e-image.XXXX")
   if [[ -n $binary ]]; then cp "$binary" "$ctx/"; fi
