@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from clusters.topology import ClusterSpec
+from clusters.versions import resolve
 from conformance.catalogue import catalogue
 from conformance.catalogue.upstream_e2e import MappingError, mapping, parse
 from conformance.report import upstream_e2e as table
-from conformance.rigs.upstream_e2e import focus
+from conformance.rigs.upstream_e2e import LANES, compared, focus
 
 LABELS = [[], ["DRA"], ["FeatureGate:DRAExtendedResource", "Feature:DynamicResourceAllocation"]]
 
@@ -128,3 +130,17 @@ def test_device_plugin_focus_selects_exactly_those_specs() -> None:
     for spec in mapping().specs:
         assert all(bool(regex.search(t)) == spec.device_plugin for t in spec.texts), spec.key
     assert focus(mapping(), device_plugin_only=False) == r"\[FeatureGate:DRAExtendedResource\]"
+
+
+def test_a_failed_preflight_of_ours_is_noted(tmp_path: Path) -> None:
+    ours = tmp_path / "ours" / "existing"
+    ours.mkdir(parents=True)
+    preflight = [{"name": "existing: gate kube-apiserver", "verdict": "failed", "detail": "on, the suite needs it off"}]
+    summary = {"requirements": [{"id": "NEG-3", "verdict": "failed"}], "context": {"preflight": preflight}}
+    (ours / "summary.json").write_text(json.dumps(summary))
+    _report(tmp_path / "upstream.json", _spec("must reject pod with invalid extended resource name", "passed"))
+    c = compared(ClusterSpec("dra", resolve("1.35"), purpose="upstream"), LANES[0], mapping(), tmp_path)
+    assert [r.agreement for r in c.rows if r.key == "invalid-name"] == [table.DISAGREE]
+    assert c.notes == [
+        "our preflight failed, so each of our tests failed with it: existing: gate kube-apiserver: on, the suite needs it off"
+    ]
