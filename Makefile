@@ -12,7 +12,7 @@ VERSIONS ?=
 # The CI tier (make test) builds and runs only the default pinned version.
 DEFAULT_VERSION := $(shell source clusters/versions.env && echo $$KUBERNETES_DEFAULT)
 
-.PHONY: venv lint protos host toolchain images report-tools browser unit test conformance selfcheck interrupts soak vendor-check bench scale-bench clean-clusters
+.PHONY: venv lint protos host toolchain images report-tools browser unit test conformance selfcheck interrupts soak vendor-check upstream-e2e bench scale-bench clean-clusters
 
 venv: $(DEPS_STAMP)
 # Only the dependencies go into the shared venv; the project itself always runs from this
@@ -88,6 +88,13 @@ conformance: images report-tools
 vendor-check: VERSIONS = $(DEFAULT_VERSION)
 vendor-check: images report-tools
 	$(PY) -m conformance.rigs.vendor_check $(ARGS)
+
+# Kubernetes' own DRAExtendedResource e2e specs (test/e2e/dra of the pinned version, e2e.test built
+# from its module, the images they deploy built here) on clusters the suite made, after our own run
+# there: each spec's result beside our verdicts for the IDs it shows (docs/upstream-e2e.md). Nightly,
+# not part of `make test`. VERSIONS (default: every pinned one) chooses the versions.
+upstream-e2e: images
+	$(PY) -m conformance.rigs.upstream_e2e --k8s-versions "$(VERSIONS)" $(ARGS)
 
 # Does the suite catch a broken driver by name? Each fake-driver defect mode, on the default version.
 selfcheck: VERSIONS = $(DEFAULT_VERSION)

@@ -4,8 +4,6 @@
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/go-wrapper.sh"
 version=${1:?usage: build-kubernetes.sh vX.Y.Z}
-[[ $version =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "not a Kubernetes release version: $version"
-minor=${BASH_REMATCH[1]}
 out=$TOOLS_DIR/kubernetes-$version
 if cached "$out"; then log "kubernetes $version: reused from $out"; exit 0; fi
 
@@ -15,14 +13,7 @@ rm -rf "$work" "$out"; mkdir -p "$work" "$out"
 
 kubernetes_wrapper_module "$version" "$work"
 
-pkg=k8s.io/component-base/version
-cli=k8s.io/client-go/pkg/version
-ldflags="-s -w"
-for p in $pkg $cli; do
-  ldflags+=" -X $p.gitVersion=$version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
-  ldflags+=" -X $p.gitTreeState=clean -X $p.gitCommit=kep5004-offline-$version"
-  ldflags+=" -X $p.buildDate=2026-01-01T00:00:00Z"
-done
+ldflags="-s -w $(kubernetes_version_ldflags "$version")"
 
 build() {
   cd "$work"

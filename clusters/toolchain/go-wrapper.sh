@@ -43,3 +43,16 @@ kubernetes_wrapper_module() {
       | sed "s/VERSION/$staging_version/"
   } >"$dir/go.mod"
 }
+
+# kubernetes_version_ldflags vX.Y.Z: the -X flags that stamp a build of k8s.io/kubernetes with its
+# release version (a module build has no git tree for hack/lib/version.sh to read).
+kubernetes_version_ldflags() {
+  local version=$1 p flags=""
+  [[ $version =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "not a Kubernetes release version: $version"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $p.gitVersion=$version -X $p.gitMajor=1 -X $p.gitMinor=${BASH_REMATCH[1]}"
+    flags+=" -X $p.gitTreeState=clean -X $p.gitCommit=kep5004-offline-$version"
+    flags+=" -X $p.buildDate=2026-01-01T00:00:00Z"
+  done
+  echo "$flags"
+}

@@ -1,4 +1,4 @@
-"""Bad input to the commands that make clusters (run, clusters, bench, soak, selfcheck): each
+"""Bad input to the commands that make clusters (run, clusters, bench, soak, selfcheck, upstream-e2e): each
 mistake or missing host piece is one line naming it, exit 2, and nothing is created.
 
 Each command's main() runs as `python -m MODULE` runs it, with a stand-in `docker` first on
@@ -51,6 +51,9 @@ MATRIX = [
     (["conformance.rigs.selfcheck", "--k8s-version", "9"], UP, ["'9' is not pinned"]),
     (["conformance.rigs.selfcheck", "--defects", "no-such-defect"], UP, ["unknown defects no-such-defect"]),
     (["conformance.rigs.selfcheck"], DOWN, ["no Docker engine answers"]),
+    (["conformance.rigs.upstream_e2e", "--k8s-versions", "1.2"], UP, ["'1.2' is not pinned"]),
+    (["conformance.rigs.upstream_e2e", "--profile", "nope"], UP, ["profile 'nope' not found"]),
+    (["conformance.rigs.upstream_e2e"], DOWN, ["no Docker engine answers"]),
 ]
 
 # argparse's own refusals: its usage line, then the one error line.
@@ -58,6 +61,7 @@ ARGPARSE = [
     (["conformance.rigs.bench", "--sizes", "0,10"], ["--sizes must lie in 1..100"]),
     (["conformance.rigs.bench", "--methods", "fast"], ["unknown method or mechanism: fast"]),
     (["conformance.rigs.soak", "--runs", "1"], ["--runs must be at least 2"]),
+    (["conformance.rigs.upstream_e2e", "--topologies", "gate-cycle"], ["--topologies names none of dra, mixed"]),
     (["conformance.runner.run", "--parallel", "two"], ["--parallel: invalid int value"]),
 ]
 
