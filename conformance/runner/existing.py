@@ -40,7 +40,10 @@ def on_existing(
             + ", ".join(f"{p}" + (f" ({p.why})" if p.why else "") for p in lacking)
         )
     out = fresh(options.out / "existing")
-    report = Report(profile, arg, out, base_context("existing", profile, server, None), time.monotonic())
+    # The feature is what is certified: preflight expects the gate on, whatever the version's
+    # default (on 1.35 it is off by default, and every 1.35 cluster serving the feature failed
+    # preflight when the default was expected).
+    report = Report(profile, arg, out, base_context("existing", profile, server, True), time.monotonic())
     stages = Stages(options, interrupts)
     passed = False
     kubectl = lifecycle.kubectl_runner(options.kubeconfig)

@@ -25,6 +25,8 @@ from conformance.runner.run import run
 from conformance.runner.stages import Stages
 from conformance.runner.stopping import Interrupts, stop_process_group
 from kube.api import Api
+from kube.features import VERSIONS
+from kube.versions import KubeVersion
 
 MAIN_ONLY = dict(no_mixed=True, no_faults=True, no_gate_cycle=True, no_upgrade=True, no_skew=True)
 
@@ -307,3 +309,33 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_and_the_callers_handler_comes_back()
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_an_existing_cluster_is_expected_to_have_the_gate_on_whatever_its_versions_default(monkeypatch, tmp_path):
+    # On 1.35 the gate is off by default: a cluster serving the feature must not fail preflight for it.
+    monkeypatch.setattr(Api, "server_version", lambda self: "v1.35.4")
+    monkeypatch.setattr(permissions, "missing", lambda api, wanted: [])
+    seen = {}
+
+    def install_and_check(api, kubectl, report, image, stage):
+        seen["expected"] = VERSIONS.gate_on(KubeVersion.parse("v1.35.4").as_minor, report.context["gate_enabled"])
+        return False
+
+    monkeypatch.setattr(driver, "install_and_check", install_and_check)
+    monkeypatch.setattr(Stages, "main", lambda stages, kubeconfig, report: [0])
+    monkeypatch.setattr(driver_setup.cleanup, "sweep", lambda api: [])
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
+    run(RunOptions(kubeconfig=kubeconfig, profile="fake-gpu", out=tmp_path / "out"))
+    assert seen == {"expected": True}
