@@ -237,6 +237,9 @@ def _apply_catalogue(req: Requirement, minor: Minor, context: dict[str, Any], v:
 
 
 COLUMNS = (PASSED, FAILED, DEVIATES, OBSERVED, NOT_APPLICABLE, ERROR, NOT_TESTED)
+# pytest's exit codes of a stage that ran clean: 5 when -k selected none of its tests.
+NOTHING_SELECTED = 5
+CLEAN_EXITS = (0, NOTHING_SELECTED)
 CERTIFIED, NOT_CERTIFIED, INCOMPLETE = "certified", "not certified", "incomplete"
 CERTIFIED_IMPLICIT = "certified for the implicit name only"
 
@@ -293,7 +296,9 @@ def verdict_of_each(summary: dict[str, Any]) -> dict[str, str]:
 def write(records: list[dict[str, Any]], out_dir: Path, context: dict[str, Any]) -> dict[str, int]:
     vs = verdicts(records, context)
     counts = {k: sum(v.verdict == k for v in vs) for k in COLUMNS}
-    unclean = [st["stage"] for st in context.get("stages", []) if st.get("error") or st.get("exit")]
+    unclean = [
+        st["stage"] for st in context.get("stages", []) if st.get("error") or st.get("exit", 0) not in CLEAN_EXITS
+    ]
     driver = driver_verdict(vs, context.get("explicit_name", True))
     cluster = [v for v in vs if v.id not in driver["ids"]]
     kubernetes = {k: sum(v.verdict == k for v in cluster) for k in COLUMNS}

@@ -42,6 +42,7 @@ from clusters.nodes import KindNodes
 from clusters.paths import CLUSTERS_DIR, REPORTS_DIR, cache_root
 from clusters.topology import ClusterSpec
 from clusters.versions import resolve
+from conformance.lib.objects.cleanup import new_namespace
 from conformance.lib.objects.pods import node_slice
 from conformance.lib.objects.special_claim import RESOURCE_API
 from conformance.rigs.bench import PodWatch
@@ -180,7 +181,7 @@ def batch_size(nodes: int, pods_per_node: int, max_pods: int) -> int:
 def run_batch(cluster: Cluster, nodes: int, mechanism: str, round_: int, count: int, image: str) -> Batch:
     api = Api(cluster.kubeconfig)
     ns = f"scale-{mechanism}-{uuid.uuid4().hex[:6]}"
-    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    new_namespace(api, ns)  # pods are refused until its default ServiceAccount exists
     podwatch = PodWatch(api, ns)
     names = [f"p-{i}" for i in range(count)]
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from clusters.paths import IN_CHECKOUT, REPO_ROOT
 from conformance.report import junit
+from conformance.report.summary import NOTHING_SELECTED
 from conformance.runner.options import RunOptions
 from conformance.runner.reports import Report, StageLog, log
 from conformance.runner.stopping import Interrupts, stop_process_group
@@ -97,7 +98,7 @@ class Stages:
                 raise
         log(f"stage {name}: exit {code} after {time.monotonic() - start:.0f} s")
         StageLog(out).add(name, time.monotonic() - start, exit=code)
-        return 0 if code == 5 else code  # 5: the stage selected no test; a signal gives a negative code
+        return 0 if code == NOTHING_SELECTED else code  # a signal gives a negative code
 
     def main(self, kubeconfig: Path, report: Report, where: str = "") -> list[int]:
         """The suite on a cluster whose nodes serve the name through DRA only; `where` names the
