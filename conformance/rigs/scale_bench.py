@@ -246,7 +246,9 @@ class Threshold:
 # threshold changed between versions of the file: 120-130 and 195-197).
 UPSTREAM = (
     Threshold("device-plugin", 5000, 5000, "180", "misc SchedulingWithExtendedResource/5000pods_5000nodes"),
-    Threshold("dra", 500, 5000, "120-197", "dra/extendedresource ExtendedResource_25|50Classes/5000pods_500nodes"),
+    Threshold(
+        "dra", 500, 5000, "120-197", "dra/extendedresource ExtendedResource_25Classes and _50Classes, 5000pods_500nodes"
+    ),
 )
 
 
