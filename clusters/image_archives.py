@@ -22,7 +22,7 @@ from pathlib import Path
 
 from clusters.nodes import Node
 from clusters.paths import cache_root
-from clusters.shell import progress, run
+from clusters.shell import CommandError, progress, run
 
 IN_NODE = "/kep5004/archives"
 DEFAULT_SNAPSHOTTER = "overlayfs"
@@ -48,8 +48,15 @@ def _stem(tag: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]", "_", repository)
 
 
+def _tag_part(tag: str) -> str:
+    last = tag.rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9.-]", "_", last.rsplit(":", 1)[1]) if ":" in last else "latest"
+
+
 def archive_name(tag: str, ident: str) -> str:
-    return f"{_stem(tag)}--{ident.removeprefix('sha256:')[:16]}.tar"
+    """The tag is part of the name: `docker save` records only the tag it was given, so two
+    tags of one image id need an archive each (a shared one never gave the node the second)."""
+    return f"{_stem(tag)}--{_tag_part(tag)}--{ident.removeprefix('sha256:')[:16]}.tar"
 
 
 @contextmanager
@@ -112,3 +119,5 @@ def load(cluster: str, nodes: Iterable[Node], tags: Iterable[str]) -> None:
                 f"ctr --namespace=k8s.io images import --all-platforms --digests "
                 f"--snapshotter={targets[node.name]} {IN_NODE}/{path.name} >/dev/null"
             )
+            if not node_has(node, tag, ident):
+                raise CommandError(f"{node.name}: importing {path.name} did not give the node {tag} ({ident})")

@@ -28,7 +28,8 @@ CONFIG_V2 = """version = 2
 
 
 class FakeNode:
-    """A node whose containerd has the images in `present` (tag -> id)."""
+    """A node whose containerd has the images in `present` (tag -> id); an import gives it the
+    tag its archive was saved with, as `ctr images import` does."""
 
     def __init__(self, name: str, present: dict[str, str] | None = None):
         self.name = name
@@ -45,13 +46,16 @@ class FakeNode:
             return CONFIG_V3
         if script.startswith("ctr "):
             self.imported.append(script)
+            archive = image_archives.archives_dir() / Path(script.split()[-2]).name
+            self.present.update(json.loads(archive.read_text()))
             return ""
         raise AssertionError(f"unexpected command on {self.name}: {script}")
 
 
 @pytest.fixture
 def docker(monkeypatch, tmp_path: Path) -> list[list[str]]:
-    """Docker as seen by the module: one driver image; `docker save` writes the file."""
+    """Docker as seen by the module: every tag names the driver image's id; `docker save` writes
+    a file that records the tag it was given."""
     monkeypatch.setenv("KEP5004_CACHE", str(tmp_path))
     calls: list[list[str]] = []
 
@@ -60,7 +64,7 @@ def docker(monkeypatch, tmp_path: Path) -> list[list[str]]:
         if cmd[:3] == ["docker", "image", "inspect"]:
             return DRIVER_ID + "\n"
         if cmd[:2] == ["docker", "save"]:
-            Path(cmd[3]).write_bytes(b"archive")
+            Path(cmd[3]).write_text(json.dumps({cmd[4]: DRIVER_ID}))
             return ""
         raise AssertionError(f"unexpected command {cmd}")
 
@@ -68,9 +72,15 @@ def docker(monkeypatch, tmp_path: Path) -> list[list[str]]:
     return calls
 
 
-def test_archive_names_carry_the_repository_and_the_image_id() -> None:
-    assert image_archives.archive_name(DRIVER, DRIVER_ID) == "kep5004_fake-gpu-driver--7b33d15da505b428.tar"
-    assert image_archives.archive_name("localhost:5000/gpu", DRIVER_ID) == "localhost_5000_gpu--7b33d15da505b428.tar"
+def test_archive_names_carry_the_repository_the_tag_and_the_image_id() -> None:
+    assert (
+        image_archives.archive_name(DRIVER, DRIVER_ID)
+        == "kep5004_fake-gpu-driver--d1711741ed1a3fe5--7b33d15da505b428.tar"
+    )
+    assert (
+        image_archives.archive_name("localhost:5000/gpu", DRIVER_ID)
+        == "localhost_5000_gpu--latest--7b33d15da505b428.tar"
+    )
 
 
 def test_snapshotter_is_read_from_either_config_layout() -> None:
@@ -88,8 +98,22 @@ def test_only_nodes_without_the_image_import_it_from_one_saved_archive(docker) -
     for node in (lacks, stale):
         assert node.imported == [
             f"ctr --namespace=k8s.io images import --all-platforms --digests --snapshotter=overlayfs "
-            f"{image_archives.IN_NODE}/kep5004_fake-gpu-driver--7b33d15da505b428.tar >/dev/null"
+            f"{image_archives.IN_NODE}/kep5004_fake-gpu-driver--d1711741ed1a3fe5--7b33d15da505b428.tar >/dev/null"
         ]
+        assert node.present[DRIVER] == DRIVER_ID
+
+
+def test_two_tags_of_one_image_each_reach_the_node(docker) -> None:
+    node, second = FakeNode("w1"), DRIVER.replace("d1711741ed1a3fe5", "v2")
+    image_archives.load("c", [node], [DRIVER, second])
+    assert node.present == {DRIVER: DRIVER_ID, second: DRIVER_ID}
+
+
+def test_an_import_that_leaves_the_node_without_the_tag_is_an_error(docker, monkeypatch) -> None:
+    node = FakeNode("w1")
+    monkeypatch.setattr(node, "sh", lambda script, **_: "" if not script.startswith("containerd") else CONFIG_V3)
+    with pytest.raises(image_archives.CommandError, match="did not give the node"):
+        image_archives.load("c", [node], [DRIVER])
 
 
 def test_a_new_image_replaces_the_repository_s_older_archive(docker) -> None:
@@ -102,7 +126,7 @@ def test_a_new_image_replaces_the_repository_s_older_archive(docker) -> None:
     older.write_bytes(b"old")
     other.write_bytes(b"other")
     path = image_archives.ensure_archive(DRIVER, DRIVER_ID)
-    assert path.read_bytes() == b"archive" and not older.exists() and other.exists()
+    assert json.loads(path.read_text()) == {DRIVER: DRIVER_ID} and not older.exists() and other.exists()
 
 
 def test_only_workers_mount_the_archives() -> None:
