@@ -3,6 +3,8 @@ an ordinary claim to the API, and a stable name in the pod status (spec §3.3-3.
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from conformance.catalogue import requirement
@@ -10,6 +12,7 @@ from conformance.lib.checks import Checks
 from conformance.lib.objects import pods
 from conformance.lib.objects.quota import CLAIM_COUNT, initialised, quota, settle
 from conformance.lib.objects.special_claim import (
+    allocated_devices,
     claim_status,
     claims_owned_by,
     plain_init_containers,
@@ -17,7 +20,7 @@ from conformance.lib.objects.special_claim import (
     special_claim,
 )
 from conformance.lib.objects.workloads import probe_container
-from conformance.lib.oracles import driver_state, scenario
+from conformance.lib.oracles import devices, driver_state, scenario
 from conformance.suite.conftest import Target
 from kube.api import RESOURCE_API, Obj
 from kube.waits import holds_for
@@ -102,6 +105,40 @@ def test_finished_pod_releases_its_claim(target: Target, check: Checks, namespac
             and still["metadata"]["uid"] == pod["metadata"]["uid"]
             and still["status"]["phase"] == outcome
         ), f"the claim is gone, but the pod object should remain, {outcome}: {pods.summary(api, namespace, name)}"
+
+
+@pytest.mark.serial  # it takes the one device its class selects: tests running alongside could hold it
+@pytest.mark.requirement("CLAIM-6")
+def test_a_finished_pod_s_device_serves_the_next_pod(
+    target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
+) -> None:
+    """Released means free to allocate: with a class that selects one device of the whole
+    cluster, a pod asking for it after the first one finished must get that very device (a claim
+    gone from the API while the scheduler or the driver still counts its device passes the test above)."""
+    api, p = target.api, target.profile
+    found = devices.one_device(api, p.driver)
+    if found is None:
+        pytest.skip(f"not tested: driver {p.driver} publishes no attribute whose value tells one device apart")
+    device, selects = found
+    name = f"example.com/released-{uuid.uuid4().hex[:8]}"
+    pods.create_device_class(api, request, p.driver, name, prefix="released", selects=selects)
+    c = pods.container("main", p, {name: 1}, command=f"{p.probe.shell}; exit 0")
+    api.create(pods.pod("first", [c]), namespace)
+    first = pods.wait_phase(api, namespace, "first", ("Succeeded", "Failed"), timeout=180)
+    status = claim_status(first)
+    assert first["status"]["phase"] == "Succeeded" and status, (
+        f"the first pod should have finished with a special claim: {pods.summary(api, namespace, 'first')}"
+    )
+    with check("CLAIM-6", stop=True):
+        pods.wait_gone(api, RESOURCE_API, "ResourceClaim", status["resourceClaimName"], namespace, timeout=120)
+    api.create(pods.pod("next", [pods.container("main", p, {name: 1})]), namespace)
+    with check("CLAIM-6"):
+        after = pods.wait_running(api, namespace, "next", timeout=120)
+        claim = special_claim(api, after)
+        got = allocated_devices(claim or {})
+        assert got == [device], pods.observed(
+            f"the only device the class selects, {device}, should serve the next pod; allocated {got}", after, claim
+        )
 
 
 @pytest.mark.requirement("CLAIM-7")

@@ -54,6 +54,10 @@ REQUIRED: tuple[Permission, ...] = (
         for v in ("create", "delete")
     ),
     *(Permission(v, "resourcequotas") for v in ("create", "get", "delete")),
+    *(
+        Permission(v, "priorityclasses", "scheduling.k8s.io", why="KEP-6 sets a lower and a higher priority")
+        for v in ("create", "delete")
+    ),
     *(Permission(v, "nodes") for v in ("get", "list")),
     Permission("get", "nodes", subresource="proxy", why="each kubelet's feature gates (preflight)"),
     Permission("list", "events", why="FailedScheduling and driver events"),
