@@ -6,9 +6,9 @@ kube.api; errors of components that restart meanwhile count as "not yet" (TRANSI
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from kube import metrics as metrics_lib
 from kube.api import TRANSIENT_ERRORS, Api, Obj
 from kube.waits import wait_for
 
@@ -125,5 +125,5 @@ def wait_static_pods(
 def feature_enabled(kubeconfig: Path | None, gate: str, node: str | None = None) -> bool | None:
     """What the API server (or a node's kubelet) reports in kubernetes_feature_enabled for `gate`."""
     metrics = Api(kubeconfig).raw(f"/api/v1/nodes/{node}/proxy/metrics" if node else "/metrics")
-    m = re.search(rf'^kubernetes_feature_enabled{{name="{re.escape(gate)}"[^}}]*}} (\d)', metrics, re.MULTILINE)
-    return None if m is None else m.group(1) == "1"
+    state = metrics_lib.value(metrics, "kubernetes_feature_enabled", name=gate)
+    return None if state is None else state == 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import http.client
+import ssl
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -14,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 from kubernetes.dynamic.resource import Resource
-from kubernetes.stream import stream
+from kubernetes.stream import portforward, stream
 from urllib3.exceptions import HTTPError
 
 Obj = dict[str, Any]
@@ -146,6 +148,38 @@ class Api:
         if code != 0:
             raise ExecError(where, command, code, output)
         return output
+
+    def pod_https_get(self, namespace: str, pod: str, port: int, path: str, timeout: float = 30) -> str:
+        """The body of an HTTPS GET of `path` on a pod's port, reached through a port-forward and
+        sent with this client's own credentials: how a component that listens on its node's
+        loopback only (kube-controller-manager under kubeadm) is read without a shell on the node.
+        The component's certificate is self-signed, so it is not verified. Non-2xx raises ApiException."""
+        forward = portforward(
+            CoreV1Api(self.client).connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port)
+        )
+        config = self.client.configuration
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        if config.cert_file:
+            context.load_cert_chain(config.cert_file, config.key_file)
+        headers = {"Accept": "*/*"}
+        if token := config.get_api_key_with_prefix("BearerToken"):
+            headers["Authorization"] = token
+        # The forward's socket is one end of a socket pair; TLS runs over it like over TCP.
+        raw = forward.socket(port)._socket
+        raw.settimeout(timeout)
+        connection = http.client.HTTPConnection("localhost", port, timeout=timeout)
+        connection.sock = context.wrap_socket(raw)
+        try:
+            connection.request("GET", path, headers=headers)
+            response = connection.getresponse()
+            body = response.read().decode()
+        finally:
+            connection.close()
+            forward.close()
+        if not 200 <= response.status < 300:
+            raise ApiException(status=response.status, reason=f"GET {path} on {namespace}/{pod}:{port}: {body[:300]}")
+        return body
 
     def evict(self, namespace: str, pod: str) -> None:
         """Evict the pod as `kubectl drain` does (the Eviction API, which honours disruption budgets)."""
