@@ -21,8 +21,8 @@ from conformance.catalogue import catalogue, requirement
 from conformance.lib import diagnostics
 from conformance.lib import profile as profiles
 from conformance.lib.checks import Checks
-from conformance.lib.objects import cleanup
-from conformance.lib.oracles import driver_state
+from conformance.lib.objects import cleanup, pods
+from conformance.lib.oracles import devices, driver_state
 from conformance.lib.profile import Profile
 from conformance.lib.setup import preflight
 from conformance.lib.setup.driver_setup import dra_nodes
@@ -118,6 +118,29 @@ def needs_explicit_name(profile: Profile) -> None:
     """Skip (not tested) a test that needs the explicit and the implicit name of the profile's class."""
     if profile.explicit_name is None:
         pytest.skip(f"not tested: {no_explicit_name(profile)}")
+
+
+@dataclass(frozen=True)
+class LoneDevice:
+    device: tuple[str, str]  # (pool, name)
+    resource: str  # the explicit name of a DeviceClass that selects this device alone
+    device_class: str
+    selects: str  # the class's CEL selector
+
+
+def lone_device(target: Target, request: pytest.FixtureRequest, prefix: str) -> LoneDevice:
+    """A new DeviceClass (deleted after the test) selecting one device of the driver's, under an
+    explicit name of its own: a test holding that name holds the only device the scheduler may
+    give for it. Skips (not tested) where no attribute tells one device apart. Tests using it are
+    serial: tests running alongside could hold the device."""
+    p = target.profile
+    found = devices.one_device(target.api, p.driver)
+    if found is None:
+        pytest.skip(f"not tested: driver {p.driver} publishes no attribute whose value tells one device apart")
+    device, selects = found
+    name = f"example.com/{prefix}-{uuid.uuid4().hex[:8]}"
+    cls = pods.create_device_class(target.api, request, p.driver, name, prefix=prefix, selects=selects)
+    return LoneDevice(device, name, cls["metadata"]["name"], selects)
 
 
 @pytest.fixture(autouse=True)

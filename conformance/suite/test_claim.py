@@ -3,8 +3,6 @@ an ordinary claim to the API, and a stable name in the pod status (spec §3.3-3.
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from conformance.catalogue import requirement
@@ -20,8 +18,8 @@ from conformance.lib.objects.special_claim import (
     special_claim,
 )
 from conformance.lib.objects.workloads import probe_container
-from conformance.lib.oracles import devices, driver_state, scenario
-from conformance.suite.conftest import Target
+from conformance.lib.oracles import driver_state, scenario
+from conformance.suite.conftest import Target, lone_device
 from kube.api import RESOURCE_API, Obj
 from kube.waits import holds_for
 
@@ -116,12 +114,8 @@ def test_a_finished_pod_s_device_serves_the_next_pod(
     cluster, a pod asking for it after the first one finished must get that very device (a claim
     gone from the API while the scheduler or the driver still counts its device passes the test above)."""
     api, p = target.api, target.profile
-    found = devices.one_device(api, p.driver)
-    if found is None:
-        pytest.skip(f"not tested: driver {p.driver} publishes no attribute whose value tells one device apart")
-    device, selects = found
-    name = f"example.com/released-{uuid.uuid4().hex[:8]}"
-    pods.create_device_class(api, request, p.driver, name, prefix="released", selects=selects)
+    lone = lone_device(target, request, "released")
+    device, name = lone.device, lone.resource
     c = pods.container("main", p, {name: 1}, command=f"{p.probe.shell}; exit 0")
     api.create(pods.pod("first", [c]), namespace)
     first = pods.wait_phase(api, namespace, "first", ("Succeeded", "Failed"), timeout=180)

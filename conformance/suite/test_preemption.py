@@ -14,8 +14,7 @@ import pytest
 from conformance.lib.checks import Checks
 from conformance.lib.objects import pods
 from conformance.lib.objects.special_claim import allocated_devices, special_claim
-from conformance.lib.oracles import devices
-from conformance.suite.conftest import Target
+from conformance.suite.conftest import Target, lone_device
 from kube.api import Api, Obj
 from kube.waits import WaitTimeout, wait_for
 
@@ -45,12 +44,8 @@ def test_a_victim_is_evicted_only_to_make_room_for_the_preemptor(
     target: Target, check: Checks, namespace: str, request: pytest.FixtureRequest
 ) -> None:
     api, p = target.api, target.profile
-    found = devices.one_device(api, p.driver)
-    if found is None:
-        pytest.skip(f"not tested: driver {p.driver} publishes no attribute whose value tells one device apart")
-    device, selects = found
-    name = f"example.com/contested-{uuid.uuid4().hex[:8]}"
-    pods.create_device_class(api, request, p.driver, name, prefix="contested", selects=selects)
+    lone = lone_device(target, request, "contested")
+    device, name = lone.device, lone.resource
     low, high = _priority_class(api, request, 1000), _priority_class(api, request, 1000000)
 
     def asking(pod_name: str, priority_class: str) -> Obj:
