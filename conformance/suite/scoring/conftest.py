@@ -20,6 +20,8 @@ from conformance.suite.conftest import Target, nodes_on_this_host
 MOST_ALLOCATED = "kep5004-most-allocated"  # NodeResourcesFit alone, packing, the DRA-backed name listed
 LEAST_ALLOCATED = "kep5004-least-allocated"  # NodeResourcesFit alone, spreading, the DRA-backed name listed
 CPU_MEMORY_ONLY = "kep5004-cpu-memory-only"  # NodeResourcesFit alone, packing, the default resource list
+BALANCED = "kep5004-balanced"  # BalancedAllocation alone, the DRA-backed name listed
+BALANCED_CPU_MEMORY = "kep5004-balanced-cpu-memory"  # BalancedAllocation alone, its default list
 NO_FIT_SCORE = "kep5004-no-fit-score"  # the default scorers but NodeResourcesFit and BalancedAllocation
 # The DRA-backed name outweighs cpu and memory, so that where a pod lands shows whether it was scored.
 NAME_WEIGHT = 100
@@ -35,6 +37,20 @@ def _fit_only(name: str, strategy: str, resources: list[dict]) -> dict:
     }
 
 
+def _balanced_only(name: str, resources: list[dict]) -> dict:
+    return {
+        "schedulerName": name,
+        "plugins": {
+            "score": {
+                "disabled": [{"name": "*"}],
+                "enabled": [{"name": "NodeResourcesBalancedAllocation", "weight": 1}],
+            }
+        },
+        # BalancedAllocation accepts weight 1 only: it compares fractions, it does not add them up.
+        "pluginConfig": [{"name": "NodeResourcesBalancedAllocation", "args": {"resources": resources}}],
+    }
+
+
 def scheduler_profiles(profile: Profile) -> list[dict]:
     default_list = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
     with_name = [*default_list, {"name": profile.extended_resource_name, "weight": NAME_WEIGHT}]
@@ -42,6 +58,8 @@ def scheduler_profiles(profile: Profile) -> list[dict]:
         _fit_only(MOST_ALLOCATED, "MostAllocated", with_name),
         _fit_only(LEAST_ALLOCATED, "LeastAllocated", with_name),
         _fit_only(CPU_MEMORY_ONLY, "MostAllocated", default_list),
+        _balanced_only(BALANCED, [*default_list, {"name": profile.extended_resource_name, "weight": 1}]),
+        _balanced_only(BALANCED_CPU_MEMORY, default_list),
         {
             "schedulerName": NO_FIT_SCORE,
             "plugins": {

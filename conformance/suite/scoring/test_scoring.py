@@ -6,6 +6,9 @@ memory then point to different nodes, so the node a pod lands on tells what was 
 - listed among NodeResourcesFit's resources, the name must decide: MostAllocated packs onto the
   seeded node, LeastAllocated spreads to the other one (SCORE-1);
 - with the default list (cpu, memory) the name must not count: MostAllocated follows the ballast;
+- BalancedAllocation likewise (SCORE-1): with the name listed, the seeded node's devices would be
+  all in use next to little cpu, the least balanced, so the pod goes to the ballast node; with its
+  default list only cpu and memory count, and the node without ballast is the balanced one;
 - with NodeResourcesFit's and BalancedAllocation's scores off, what is left (DynamicResources
   among it) must give extended resources nothing: the two nodes tie, and the scheduler picks
   either at random. Twelve pods placed one after the other test that with a two-sided binomial
@@ -25,10 +28,20 @@ from conformance.lib.objects import pods
 from conformance.lib.oracles.ties import tie_p_value
 from conformance.lib.scenarios.steps import setup_checks
 from conformance.suite.conftest import Target
-from conformance.suite.scoring.conftest import CPU_MEMORY_ONLY, LEAST_ALLOCATED, MOST_ALLOCATED, NO_FIT_SCORE
+from conformance.suite.scoring.conftest import (
+    BALANCED,
+    BALANCED_CPU_MEMORY,
+    CPU_MEMORY_ONLY,
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    NO_FIT_SCORE,
+)
 
 pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("scoring_scheduler")]
 BALLAST_SHARE = 0.25  # of the ballast node's allocatable cpu
+# BalancedAllocation passes over a pod that requests none of its resources; the pods it places
+# ask for some cpu, so that with its default list (cpu, memory) it scores them at all.
+BALANCED_POD_CPU = "100m"
 NO_FIT_SAMPLES = 12
 SIGNIFICANCE = 0.01
 
@@ -70,11 +83,14 @@ def unequal(target: Target, module_namespace: str) -> Unequal:
     return Unequal(seeded, ballast)
 
 
-def _landing(target: Target, namespace: str, name: str, scheduler: str) -> str:
-    """The node a one-device pod of `scheduler` is bound to (the pod is gone again after it, so
-    each placement starts from the same cluster)."""
+def _landing(target: Target, namespace: str, name: str, scheduler: str, cpu: str | None = None) -> str:
+    """The node a one-device pod of `scheduler` (asking for `cpu` too, if given) is bound to (the
+    pod is gone again after it, so each placement starts from the same cluster)."""
     p = target.profile
-    pod = pods.pod(name, [pods.container("main", p, {p.extended_resource_name: 1})])
+    container = pods.container("main", p, {p.extended_resource_name: 1})
+    if cpu:
+        container["resources"]["requests"] = {"cpu": cpu}
+    pod = pods.pod(name, [container])
     pod["spec"]["schedulerName"] = scheduler
     return pods.landing(target.api, namespace, pod)["spec"]["nodeName"]
 
@@ -105,6 +121,34 @@ def test_unlisted_name_does_not_count(check: Checks, target: Target, module_name
             f"with the default scored resources (cpu, memory), MostAllocated must follow the cpu ballast on "
             f"{unequal.ballast}; pod cpu-memory landed on {node}, where {name}'s devices are in use"
         )
+
+
+@pytest.mark.requirement("SCORE-1")
+def test_balanced_allocation_balances_the_listed_name(
+    check: Checks, target: Target, module_namespace: str, unequal: Unequal
+) -> None:
+    name = target.profile.extended_resource_name
+    for pod, scheduler, expected, why in (
+        (
+            "balanced",
+            BALANCED,
+            unequal.ballast,
+            f"with {name} listed, the node whose devices would all be in use next to little cpu is the least balanced",
+        ),
+        (
+            "balanced-cpu-memory",
+            BALANCED_CPU_MEMORY,
+            unequal.seeded,
+            f"with the default list (cpu, memory), {name} must not count and the node without cpu ballast "
+            f"is the balanced one",
+        ),
+    ):
+        with check("SCORE-1"):
+            node = _landing(target, module_namespace, pod, scheduler, cpu=BALANCED_POD_CPU)
+            assert node == expected, (
+                f"BalancedAllocation alone: {why}, so pod {pod} should land on {expected}; it landed on {node} "
+                f"(seeded: {unequal.seeded}, ballast: {unequal.ballast})"
+            )
 
 
 @pytest.mark.requirement("SCORE-2")
