@@ -12,6 +12,7 @@ scheduling alone.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,7 @@ PAUSED = "/etc/kubernetes/kep5004-kube-scheduler.yaml.paused"  # likewise: the k
 CONFIG_DIR = "/etc/kubernetes/kep5004-scheduler"
 KUBECONFIG = "/etc/kubernetes/scheduler.conf"
 VOLUME = "kep5004-scheduler-config"
+GENERATION = "kep5004.io/configured-at"
 COMPONENT = ("kube-scheduler",)
 
 
@@ -49,9 +51,14 @@ def configuration(profiles: list[dict[str, Any]], client_qps: int | None = None)
     )
 
 
-def with_config(manifest: str, path: str) -> str:
-    """kubeadm's manifest, its scheduler reading `path` (mounted read-only from the node)."""
+def with_config(manifest: str, path: str, generation: str) -> str:
+    """kubeadm's manifest, its scheduler reading `path` (mounted read-only from the node).
+
+    `generation` goes into an annotation, so that each configuring makes a pod of its own: the
+    kubelet names a static pod after its manifest's content, and a scheduler that crashed under
+    the same manifest before would otherwise start in that pod's crash back-off (minutes)."""
     pod = yaml.safe_load(manifest)
+    pod.setdefault("metadata", {}).setdefault("annotations", {})[GENERATION] = generation
     container = pod["spec"]["containers"][0]
     container["command"] = [*container["command"], f"--config={path}"]
     container.setdefault("volumeMounts", []).append({"name": VOLUME, "mountPath": path, "readOnly": True})
@@ -83,7 +90,7 @@ def set_profiles(
     )
     node.sh(f"mkdir -p {CONFIG_DIR}")
     node.write(path, text)
-    node.write(MANIFEST, with_config(_original(node), path))
+    node.write(MANIFEST, with_config(_original(node), path, str(time.time_ns())))
     health.wait_static_pods(kubeconfig, node.name, COMPONENT, f"--config={path}")
 
 

@@ -199,5 +199,6 @@ class Api:
             content_type="application/merge-patch+json",
         )
 
-    def logs(self, namespace: str, pod: str, container: str) -> str:
-        return CoreV1Api(self.client).read_namespaced_pod_log(pod, namespace, container=container)
+    def logs(self, namespace: str, pod: str, container: str, previous: bool = False) -> str:
+        """The container's log; previous: that of its last instance, the one that exited."""
+        return CoreV1Api(self.client).read_namespaced_pod_log(pod, namespace, container=container, previous=previous)

@@ -47,3 +47,24 @@ def test_the_scheduler_runs_again_when_the_block_fails(node: Node) -> None:
         with scheduler.paused(Path("kubeconfig"), KindNodes("kind", (node,))):
             raise RuntimeError("creating the pods failed")
     assert node.scripts[-2:] == [f"mv {scheduler.PAUSED} {scheduler.MANIFEST}", "ready kube-scheduler"]
+
+
+MANIFEST = """apiVersion: v1
+kind: Pod
+metadata:
+  name: kube-scheduler
+  namespace: kube-system
+spec:
+  containers:
+  - name: kube-scheduler
+    command: [kube-scheduler, --kubeconfig=/etc/kubernetes/scheduler.conf]
+"""
+
+
+def test_each_configuring_makes_a_pod_of_its_own() -> None:
+    """Same configuration, another generation: another manifest, so another static pod (one that
+    does not inherit a crashed predecessor's back-off)."""
+    first, again = (scheduler.with_config(MANIFEST, "/etc/kubernetes/kep5004-scheduler/a.yaml", g) for g in "12")
+    assert first != again
+    assert "--config=/etc/kubernetes/kep5004-scheduler/a.yaml" in first
+    assert f"{scheduler.GENERATION}: '1'" in first
