@@ -80,15 +80,11 @@ def wait_api_ready(kubeconfig: Path, timeout: float = 300) -> None:
     )
 
 
-def static_pod(api: Api, component: str, node: str) -> Obj | None:
-    """The mirror pod of a control-plane component on a node (kubeadm labels them component=<name>)."""
-    items = api.list(
-        "v1",
-        "Pod",
-        namespace="kube-system",
-        label_selector=f"component={component}",
-        field_selector=f"spec.nodeName={node}",
-    )
+def static_pod(api: Api, component: str, node: str | None = None) -> Obj | None:
+    """The mirror pod of a control-plane component on a node, or on any node (kubeadm labels
+    them component=<name>)."""
+    where = {"field_selector": f"spec.nodeName={node}"} if node else {}
+    items = api.list("v1", "Pod", namespace="kube-system", label_selector=f"component={component}", **where)
     return items[0] if items else None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from clusters import health
 from conformance.catalogue import requirement
 from conformance.lib.checks import Checks
 from conformance.lib.objects import pods
@@ -46,13 +47,24 @@ def source_of(claim: Obj) -> str:
     return "resource_claim_template" if annotations.get(TEMPLATE_ANNOTATION) else ""
 
 
+def _leader_node(api: Api) -> str | None:
+    """The node of the kube-controller-manager that holds its leader lease (only the leader runs
+    the controllers, so only its gauge counts claims); None when the lease cannot be read."""
+    try:
+        lease = api.get("coordination.k8s.io/v1", "Lease", "kube-controller-manager", "kube-system")
+    except ApiException:
+        return None
+    holder = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
+    return holder.split("_", 1)[0] or None  # "<node>_<uid>"
+
+
 def _controller_manager(api: Api) -> tuple[str, int] | None:
-    for pod in api.list("v1", "Pod", "kube-system", label_selector="component=kube-controller-manager"):
-        if (pod.get("status") or {}).get("phase") == "Running":
-            args = [a for c in pod["spec"]["containers"] for a in (c.get("command") or []) + (c.get("args") or [])]
-            port = next((int(a.split("=", 1)[1]) for a in args if a.startswith("--secure-port=")), DEFAULT_SECURE_PORT)
-            return pod["metadata"]["name"], port
-    return None
+    pod = health.static_pod(api, "kube-controller-manager", _leader_node(api))
+    if pod is None or (pod.get("status") or {}).get("phase") != "Running":
+        return None
+    args = [a for c in pod["spec"]["containers"] for a in (c.get("command") or []) + (c.get("args") or [])]
+    port = next((int(a.split("=", 1)[1]) for a in args if a.startswith("--secure-port=")), DEFAULT_SECURE_PORT)
+    return pod["metadata"]["name"], port
 
 
 @pytest.mark.serial  # the gauge counts every claim of the cluster: tests alongside would move it

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from clusters import health
 from conformance.lib.checks import Checks
 from conformance.lib.objects import pods
 from conformance.lib.oracles.ties import tie_p_value
@@ -153,9 +154,9 @@ def test_other_scorers_give_extended_resources_nothing(
 
 
 def _scheduler(api: Api) -> Obj:
-    found = api.list("v1", "Pod", "kube-system", label_selector="component=kube-scheduler")
+    found = health.static_pod(api, "kube-scheduler")
     assert found, "no kube-scheduler pod (component=kube-scheduler) in kube-system"
-    return found[0]
+    return found
 
 
 def _panic(api: Api) -> str | None:
