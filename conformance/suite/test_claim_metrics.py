@@ -114,18 +114,22 @@ def test_the_claims_gauge_counts_special_claims_under_their_source(
         shown = {source: metrics.value(text, gauge, allocated="true", source=source) for source in listed}
         return shown, listed
 
-    def agree() -> bool:
-        shown, listed = compared()
+    def agree(shown: dict[str, float | None], listed: dict[str, int]) -> bool:
         return all((shown[s] or 0) == n for s, n in listed.items())
 
     with check("KEP-7"):
         try:
             # The gauge reads kube-controller-manager's informer, which may trail the API briefly.
-            wait_for(agree, timeout=60, interval=2, what=f"{gauge} to agree with the claims the API lists")
+            wait_for(
+                lambda: agree(*compared()),
+                timeout=60,
+                interval=2,
+                what=f"{gauge} to agree with the claims the API lists",
+            )
         except WaitTimeout:
             pass
         shown, listed = compared()
-        assert listed[EXTENDED_RESOURCE] >= 1 and all((shown[s] or 0) == n for s, n in listed.items()), (
+        assert listed[EXTENDED_RESOURCE] >= 1 and agree(shown, listed), (
             f'{gauge}{{allocated="true"}} by source: {shown} (None: no sample); the API lists allocated '
             f"claims by the same rule: {listed} (the special claim of pod named, the ordinary claim own)"
         )
