@@ -23,9 +23,11 @@ from pathlib import Path
 from clusters.nodes import Node
 from clusters.paths import cache_root
 from clusters.shell import CommandError, progress, run
+from kube.waits import WaitTimeout, wait_for
 
 IN_NODE = "/kep5004/archives"
 DEFAULT_SNAPSHOTTER = "overlayfs"
+CRI_SEES_IMPORT = 60  # seconds; far above the lag measured (below)
 
 
 def archives_dir() -> Path:
@@ -119,5 +121,15 @@ def load(cluster: str, nodes: Iterable[Node], tags: Iterable[str]) -> None:
                 f"ctr --namespace=k8s.io images import --all-platforms --digests "
                 f"--snapshotter={targets[node.name]} {IN_NODE}/{path.name} >/dev/null"
             )
-            if not node_has(node, tag, ident):
-                raise CommandError(f"{node.name}: importing {path.name} did not give the node {tag} ({ident})")
+            # The CRI learns of an image `ctr` imported from containerd's event stream, after
+            # the import returns: 0.25 s later on a worker of a busy host (2026-12-07), when an
+            # immediate look had failed a cluster's creation.
+            try:
+                wait_for(
+                    lambda: node_has(node, tag, ident),
+                    timeout=CRI_SEES_IMPORT,
+                    interval=0.5,
+                    what=f"{node.name}: the CRI showing {tag} ({ident}) imported from {path.name}",
+                )
+            except WaitTimeout as err:
+                raise CommandError(str(err)) from None
