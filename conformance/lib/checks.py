@@ -10,8 +10,8 @@ A test states each requirement it checks where it checks it:
 A failed check fails its own ID and the test, but the test's later checks still run and keep
 their verdicts (unless the check was `stop=True`). Only evaluated checks reach the summary: a
 branch that never checked an ID credits nothing. A test may evaluate only the IDs its
-`requirement` marker names; a check of another ID counts when it fails (a defect is reported
-wherever it is seen) and is not credited when it holds.
+`requirement` marker names; a check of another ID counts when it fails or deviates (a defect,
+known upstream or not, is reported wherever it is seen) and is not credited when it holds.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class Checks:
         self.recorded: list[Check] = []
 
     def _record(self, c: Check) -> None:
-        if c.id not in self.allowed and c.verdict != FAILED:
+        if c.id not in self.allowed and c.verdict not in (FAILED, DEVIATES):
             return  # not this test's to credit (see module doc)
         self.recorded.append(c)
         self._sink(c)

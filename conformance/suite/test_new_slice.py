@@ -18,11 +18,30 @@ from conformance.lib.checks import Checks
 from conformance.lib.objects import pods
 from conformance.lib.objects.special_claim import RESOURCE_API
 from conformance.suite.conftest import Target
+from kube.api import Api
 from kube.waits import WaitTimeout, wait_for
 
 # kube-scheduler's backoff for a pod that failed is at most 10 s by default; its periodic retry of
 # unschedulable pods, which would bring the pod in without any event, comes after five minutes.
 PROMPT = 60
+JUDGED = 90  # s for the scheduler's first word on a new pod (a busy 2-core host takes seconds)
+
+
+def _first_word(api: Api, namespace: str, name: str) -> str | None:
+    """The scheduler's first word on a pod: None once it is Unschedulable, the node once bound."""
+
+    def word() -> tuple[str | None] | None:
+        pod = pods.get(api, namespace, name)
+        if node := pod.get("spec", {}).get("nodeName"):
+            return (node,)
+        return (None,) if pods.condition(pod, "PodScheduled").get("reason") == "Unschedulable" else None
+
+    return wait_for(
+        word,
+        timeout=JUDGED,
+        what=f"pod {name} Unschedulable or bound",
+        describe=lambda: pods.summary(api, namespace, name),
+    )[0]
 
 
 @pytest.mark.requirement("KEP-4")
@@ -36,20 +55,35 @@ def test_a_new_slice_brings_a_waiting_pod_in(
     suffix = uuid.uuid4().hex[:8]
     driver, name = f"late-{suffix}.kep5004.io", f"example.com/late-{suffix}"
     pods.create_device_class(api, request, driver, name, prefix="late")
-    api.create(pods.pod("waiting", [pods.container("main", p, {name: 1})]), namespace)
-    try:
-        pods.wait_unschedulable(api, namespace, "waiting", timeout=90)
-    except WaitTimeout as err:
-        bound = pods.get(api, namespace, "waiting").get("spec", {}).get("nodeName")
-        # Bound while no node has a device of the class: the pod got its name without devices,
-        # which is ALLOC-2's to answer for; KEP-4 cannot be judged (there was nothing to wait for).
-        with check("ALLOC-2" if bound else "KEP-4", stop=True):
-            raise AssertionError(
-                f"pod waiting was bound to {bound} although no node offers a device of {name}'s class "
-                f"(driver {driver} publishes none): {err}"
-                if bound
-                else str(err)
-            ) from None
+    waiting = "waiting"
+    api.create(pods.pod(waiting, [pods.container("main", p, {name: 1})]), namespace)
+    with check("KEP-4", stop=True):  # no word from the scheduler: nothing to judge KEP-4 by
+        node = _first_word(api, namespace, waiting)
+    if node:
+        # No node has a device of the class, yet the pod got its name. kube-scheduler's plugins
+        # read DeviceClasses from a cache its informer fills while a cycle runs: a pod created
+        # right after its class can pass NodeResourcesFit (the name left to DRA) after
+        # DynamicResources, earlier in the same cycle, found no class and asked for no claim
+        # (BUG-13). A second pod, created once the first one's binding has shown the class in that
+        # cache, tells the race from a scheduler that binds such pods always.
+        first = (
+            f"pod {waiting} was bound to {node} with no claim and no extendedResourceClaimStatus right after "
+            f"{name}'s class was created, although no node offers a device of that class"
+        )
+        api.resource("v1", "Pod").delete(name=waiting, namespace=namespace, body={"gracePeriodSeconds": 0})
+        waiting = "waiting-again"
+        api.create(pods.pod(waiting, [pods.container("main", p, {name: 1})]), namespace)
+        with check("KEP-4", stop=True):
+            node = _first_word(api, namespace, waiting)
+        if node:
+            with check("ALLOC-2", stop=True):
+                raise AssertionError(f"{first}; so was pod {waiting}, created when the class was long known, to {node}")
+        check.known_bug(
+            "ALLOC-2",
+            "BUG-13",
+            target.minor,
+            f"{first}; pod {waiting}, created once the scheduler had used the class, was held Unschedulable",
+        )
 
     slice_name = f"late-{suffix}"
     api.create(pods.node_slice(slice_name, driver, nodes[0], 1))
@@ -57,11 +91,11 @@ def test_a_new_slice_brings_a_waiting_pod_in(
     published = time.monotonic()
     try:
         pod = wait_for(
-            lambda: (q := pods.get(api, namespace, "waiting")).get("spec", {}).get("nodeName") and q,
+            lambda: (q := pods.get(api, namespace, waiting)).get("spec", {}).get("nodeName") and q,
             timeout=PROMPT,
             interval=1,
-            what=f"pod waiting bound after a ResourceSlice offered a device of {name}'s class on {nodes[0]}",
-            describe=lambda: pods.summary(api, namespace, "waiting"),
+            what=f"pod {waiting} bound after a ResourceSlice offered a device of {name}'s class on {nodes[0]}",
+            describe=lambda: pods.summary(api, namespace, waiting),
         )
     except WaitTimeout as late:
         with check("KEP-4"):
@@ -72,6 +106,6 @@ def test_a_new_slice_brings_a_waiting_pod_in(
         return
     finally:
         # No plugin of that driver exists to prepare the pod: it goes as soon as it is judged.
-        api.resource("v1", "Pod").delete(name="waiting", namespace=namespace, body={"gracePeriodSeconds": 0})
+        api.resource("v1", "Pod").delete(name=waiting, namespace=namespace, body={"gracePeriodSeconds": 0})
     check.that("KEP-4", True, "")  # bound within PROMPT s of the slice
     check.observe("KEP-4", f"bound to {pod['spec']['nodeName']} {time.monotonic() - published:.0f} s after the slice")

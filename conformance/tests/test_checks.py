@@ -31,6 +31,7 @@ def test_uncited_pass_not_credited_uncited_failure_kept(check):
     check.that("ALLOC-1", True, "")
     check.that("NAME-1", True, "")
     check.that("CLAIM-2", False, "no owner")
+    check.deviates("ALLOC-2", "BUG-13", "bound with no claim")
 
 @pytest.mark.requirement("CTR-1", "NAME-1")
 def test_findings(check):
@@ -66,10 +67,11 @@ def test_a_stop_check_ends_the_test(results):
     assert "[ALLOC-1] pod never Running" in results["test_stop"]["message"]
 
 
-def test_only_cited_ids_are_credited_but_every_failure_counts(results):
+def test_only_cited_ids_are_credited_but_every_failure_and_deviation_counts(results):
     assert verdicts(results["test_uncited_pass_not_credited_uncited_failure_kept"]) == {
         "ALLOC-1": "passed",
         "CLAIM-2": "failed",
+        "ALLOC-2": "deviates",
     }
 
 
