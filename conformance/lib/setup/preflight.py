@@ -246,7 +246,17 @@ def _selected_on(api: Api, profile: Profile, namespace: str, node: str, timeout:
             what=f"a canary claim of class {profile.device_class} on {node} to be allocated",
         )
     except WaitTimeout:
-        scheduled = pods.condition(pods.get(api, namespace, claim_name), "PodScheduled")
+        canary = pods.get(api, namespace, claim_name)
+        if canary.get("spec", {}).get("nodeName"):
+            # Bound with its claim unallocated: no allocator ran, whatever the class selects.
+            return Item(
+                name,
+                FAILED,
+                f"kube-scheduler bound the canary pod to {canary['spec']['nodeName']} without allocating its "
+                f"claim of class {profile.device_class}: its DynamicResources plugin did not run (DRA off in "
+                "the scheduler, or the plugin disabled in its profile)",
+            )
+        scheduled = pods.condition(canary, "PodScheduled")
         return Item(
             name,
             FAILED,
