@@ -116,8 +116,8 @@ soak: images
 bench: images
 	$(PY) -m conformance.rigs.bench $(ARGS)
 
-# Scheduling at scale: kwok plays --nodes fake nodes (default 100 and 1000, 8 GPUs each), a DRA-backed
-# name against a device-plugin-backed one; prints pods/s and ratios, writes a table and a plot.
+# Scheduling at scale: kwok plays --nodes fake nodes (default 100, 1000 and 5000, 8 GPUs each), a DRA-backed
+# name against a device-plugin-backed one, 3 rounds; prints pods/s and ratios, writes a table and a plot.
 scale-bench: VERSIONS = $(DEFAULT_VERSION)
 scale-bench: images
 	$(PY) -m conformance.rigs.scale_bench $(ARGS)
