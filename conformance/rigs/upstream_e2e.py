@@ -164,8 +164,13 @@ def compared(spec: ClusterSpec, lane: Lane, specs: UpstreamMapping, out: Path) -
     results = table.read_ginkgo(report) if report.exists() else []
     our_summary = summary.read(ours)
     asked = specs.device_plugin_specs().specs if lane.device_plugin_only else None
+    started = our_summary["context"].get("started", "")[:10]  # each table may come from a run of its own day
     comparison = table.compare(
-        f"{spec.version.tag}, cluster `{spec.topology}`", results, summary.verdict_of_each(our_summary), specs, asked
+        f"{spec.version.tag}, cluster `{spec.topology}`" + (f" (run of {started})" if started else ""),
+        results,
+        summary.verdict_of_each(our_summary),
+        specs,
+        asked,
     )
     if not report.exists():
         comparison.notes.append(f"e2e.test left no report (see {out / 'e2e.log'})")
@@ -243,23 +248,40 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     if not args.tables_only:
         require_engine()
     specs = mapping()
-    comparisons: list[table.Comparison] = []
+    made: dict[tuple[str, str], table.Comparison] = {}
     failed_runs: list[str] = []
     with signals_interrupt():
         for version in versions:
             for lane in lanes:
                 try:
-                    comparisons.append(one_cluster(version, lane, specs, args))
+                    made[version.tag, lane.topology] = one_cluster(version, lane, specs, args)
                 except (RuntimeError, subprocess.CalledProcessError, OSError) as err:
                     failed_runs.append(f"{version.tag} {lane.topology}: {err}")
                     log(f"{version.tag} {lane.topology}: {err}")
     args.out.mkdir(parents=True, exist_ok=True)
-    generated = table.markdown(comparisons, specs)
-    generated += "".join(f"\nNot run: {f}\n" for f in failed_runs)
-    table.write_into(PAGE, generated)
+    not_run = "".join(f"\nNot run: {f}\n" for f in failed_runs)
+    generated = table.markdown(list(made.values()), specs) + not_run
     (args.out / "upstream-e2e.md").write_text(generated)
     print(generated)
-    return 1 if failed_runs or any(c.disagreements for c in comparisons) else 0
+    table.write_into(PAGE, table.markdown(every_comparison(args, specs, made), specs) + not_run)
+    return 1 if failed_runs or any(c.disagreements for c in made.values()) else 0
+
+
+def every_comparison(
+    args: argparse.Namespace, specs: UpstreamMapping, made: dict[tuple[str, str], table.Comparison]
+) -> list[table.Comparison]:
+    """This run's comparisons and those of earlier runs whose reports are in --out, newest version
+    first: the page keeps every cluster's table when a run covers only some of them."""
+    every = []
+    for version in sorted(supported_versions(), reverse=True):
+        for lane in LANES:
+            spec = ClusterSpec(lane.topology, version, purpose="upstream")
+            out = args.out / spec.name
+            if (version.tag, lane.topology) in made:
+                every.append(made[version.tag, lane.topology])
+            elif (out / "ours" / "existing" / summary.FILE).exists():
+                every.append(compared(spec, lane, specs, out))
+    return every
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ JSON report, the comparison with our verdicts and the page it is written into.""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -14,7 +15,7 @@ from clusters.versions import resolve
 from conformance.catalogue import catalogue
 from conformance.catalogue.upstream_e2e import MappingError, mapping, parse
 from conformance.report import upstream_e2e as table
-from conformance.rigs.upstream_e2e import LANES, compared, focus
+from conformance.rigs.upstream_e2e import LANES, compared, every_comparison, focus
 
 LABELS = [[], ["DRA"], ["FeatureGate:DRAExtendedResource", "Feature:DynamicResourceAllocation"]]
 
@@ -143,4 +144,23 @@ def test_a_failed_preflight_of_ours_is_noted(tmp_path: Path) -> None:
     assert [r.agreement for r in c.rows if r.key == "invalid-name"] == [table.DISAGREE]
     assert c.notes == [
         "our preflight failed, so each of our tests failed with it: existing: gate kube-apiserver: on, the suite needs it off"
+    ]
+
+
+def test_the_page_keeps_the_tables_of_clusters_this_run_did_not_make(tmp_path: Path) -> None:
+    def reports_of(version: str, topology: str, started: str) -> None:
+        out = tmp_path / ClusterSpec(topology, resolve(version), purpose="upstream").name
+        (out / "ours" / "existing").mkdir(parents=True)
+        summary = {"requirements": [{"id": "NEG-3", "verdict": "passed"}], "context": {"started": started}}
+        (out / "ours" / "existing" / "summary.json").write_text(json.dumps(summary))
+        _report(out / "upstream.json", _spec("must reject pod with invalid extended resource name", "passed"))
+
+    reports_of("1.35", "dra", "2026-12-01T10:00:00Z")
+    reports_of("1.37", "mixed", "2026-12-02T10:00:00Z")
+    made = {(resolve("1.36").tag, "dra"): table.Comparison("made now")}
+    titles = [c.title for c in every_comparison(argparse.Namespace(out=tmp_path), mapping(), made)]
+    assert titles == [
+        f"{resolve('1.37').tag}, cluster `mixed` (run of 2026-12-02)",
+        "made now",
+        f"{resolve('1.35').tag}, cluster `dra` (run of 2026-12-01)",
     ]
