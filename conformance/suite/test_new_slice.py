@@ -66,9 +66,12 @@ def test_a_new_slice_brings_a_waiting_pod_in(
         # DynamicResources, earlier in the same cycle, found no class and asked for no claim
         # (BUG-13). A second pod, created once the first one's binding has shown the class in that
         # cache, tells the race from a scheduler that binds such pods always.
+        status = pods.get(api, namespace, waiting).get("status", {}).get("extendedResourceClaimStatus")
+        claims = [c["metadata"]["name"] for c in api.list(RESOURCE_API, "ResourceClaim", namespace)]
         first = (
-            f"pod {waiting} was bound to {node} with no claim and no extendedResourceClaimStatus right after "
-            f"{name}'s class was created, although no node offers a device of that class"
+            f"pod {waiting} was bound to {node} right after {name}'s class was created, although no node "
+            f"offers a device of that class (its extendedResourceClaimStatus: {status}; claims in the "
+            f"namespace: {claims})"
         )
         api.resource("v1", "Pod").delete(name=waiting, namespace=namespace, body={"gracePeriodSeconds": 0})
         waiting = "waiting-again"
