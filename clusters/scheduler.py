@@ -24,7 +24,7 @@ from clusters import health
 from clusters.nodes import KindNodes, Node
 from clusters.shell import progress
 from kube.api import TRANSIENT_ERRORS, Api
-from kube.waits import wait_for
+from kube.waits import WaitTimeout, wait_for
 
 MANIFEST = "/etc/kubernetes/manifests/kube-scheduler.yaml"
 ORIGINAL = "/etc/kubernetes/kep5004-kube-scheduler.yaml.orig"  # outside the manifest directory
@@ -125,4 +125,16 @@ def paused(kubeconfig: Path, nodes: KindNodes) -> Iterator[None]:
     finally:
         node.sh(f"mv {PAUSED} {MANIFEST}")
         progress(f"{nodes.cluster}: kube-scheduler running again")
-        health.wait_static_pods(kubeconfig, node.name, COMPONENT, COMPONENT[0])
+        try:
+            health.wait_static_pods(kubeconfig, node.name, COMPONENT, COMPONENT[0])
+        except WaitTimeout as err:
+            raise WaitTimeout(f"{err}\n{_why_not_running(node)}") from None
+
+
+def _why_not_running(node: Node) -> str:
+    """What the node says of its scheduler: the containers it made and its kubelet's last words on them."""
+    containers = node.sh(f"crictl ps -a --name '^{COMPONENT[0]}$' 2>&1 || true")
+    kubelet = node.sh(
+        f"journalctl -u kubelet --since '-10min' --no-pager 2>&1 | grep -F {COMPONENT[0]} | tail -n 30 || true"
+    )
+    return f"containers on {node.name}:\n{containers}\nits kubelet on {COMPONENT[0]}:\n{kubelet}"
