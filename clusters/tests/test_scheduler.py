@@ -49,16 +49,18 @@ def test_the_scheduler_runs_again_when_the_block_fails(node: Node) -> None:
     assert node.scripts[-2:] == [f"mv {scheduler.PAUSED} {scheduler.MANIFEST}", "ready kube-scheduler"]
 
 
-
 def test_a_scheduler_that_does_not_come_back_is_described(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
     def never_ready(kubeconfig: Path, name: str, components: tuple[str, ...], marker: str) -> None:
         raise scheduler.WaitTimeout("timed out after 300 s waiting for kube-scheduler")
 
     monkeypatch.setattr(scheduler.health, "wait_static_pods", never_ready)
     monkeypatch.setattr(node, "sh", lambda script, **_: "Exited 3" if script.startswith("crictl ps -a") else "")
-    with pytest.raises(scheduler.WaitTimeout, match=r"(?s)waiting for kube-scheduler\ncontainers on kind-control-plane:\nExited 3"):
+    with pytest.raises(
+        scheduler.WaitTimeout, match=r"(?s)waiting for kube-scheduler\ncontainers on kind-control-plane:\nExited 3"
+    ):
         with scheduler.paused(Path("kubeconfig"), KindNodes("kind", (node,))):
             pass
+
 
 MANIFEST = """apiVersion: v1
 kind: Pod
