@@ -6,7 +6,7 @@ without changing how any other pod is placed. The file goes to the control-plane
 name holding its hash, so that a different configuration is a different static pod manifest and
 the kubelet restarts the scheduler; `reset` puts kubeadm's manifest back. `paused` stops the
 scheduler for a while, so that a benchmark can create its pods first and then time their
-scheduling alone.
+scheduling alone; each resume is a static pod of its own.
 """
 
 from __future__ import annotations
@@ -57,12 +57,18 @@ def with_config(manifest: str, path: str, generation: str) -> str:
     `generation` goes into an annotation, so that each configuring makes a pod of its own: the
     kubelet names a static pod after its manifest's content, and a scheduler that crashed under
     the same manifest before would otherwise start in that pod's crash back-off (minutes)."""
-    pod = yaml.safe_load(manifest)
-    pod.setdefault("metadata", {}).setdefault("annotations", {})[GENERATION] = generation
+    pod = yaml.safe_load(with_generation(manifest, generation))
     container = pod["spec"]["containers"][0]
     container["command"] = [*container["command"], f"--config={path}"]
     container.setdefault("volumeMounts", []).append({"name": VOLUME, "mountPath": path, "readOnly": True})
     pod["spec"].setdefault("volumes", []).append({"name": VOLUME, "hostPath": {"path": path, "type": "File"}})
+    return yaml.safe_dump(pod, sort_keys=False)
+
+
+def with_generation(manifest: str, generation: str) -> str:
+    """The manifest with `generation` in an annotation: a static pod of its own (see with_config)."""
+    pod = yaml.safe_load(manifest)
+    pod.setdefault("metadata", {}).setdefault("annotations", {})[GENERATION] = generation
     return yaml.safe_dump(pod, sort_keys=False)
 
 
@@ -123,7 +129,11 @@ def paused(kubeconfig: Path, nodes: KindNodes) -> Iterator[None]:
         )
         yield
     finally:
-        node.sh(f"mv {PAUSED} {MANIFEST}")
+        # A new generation, not the same manifest moved back: the kubelet keeps a static pod's UID
+        # (made from the manifest's content) for a while after the pod is finished, and a pod of that
+        # UID created again in that time is never started (pkg/kubelet/pod_workers.go, v1.37.2).
+        node.write(MANIFEST, with_generation(node.read(PAUSED), str(time.time_ns())))
+        node.sh(f"rm -f {PAUSED}")
         progress(f"{nodes.cluster}: kube-scheduler running again")
         try:
             health.wait_static_pods(kubeconfig, node.name, COMPONENT, COMPONENT[0])

@@ -15,10 +15,23 @@ class Node:
 
     def __init__(self) -> None:
         self.scripts: list[str] = []
+        self.files = {scheduler.MANIFEST: MANIFEST}
 
     def sh(self, script: str, input: str | None = None, timeout: float = 600) -> str:
         self.scripts.append(script)
+        if script.startswith("mv "):
+            source, target = script.split()[1:]
+            self.files[target] = self.files.pop(source)
+        elif script.startswith("rm -f "):
+            self.files.pop(script.split()[-1], None)
         return ""  # no scheduler container running
+
+    def read(self, path: str) -> str:
+        return self.files[path]
+
+    def write(self, path: str, text: str) -> None:
+        self.scripts.append(f"write {path}")
+        self.files[path] = text
 
 
 @pytest.fixture
@@ -39,14 +52,31 @@ def test_the_scheduler_is_stopped_inside_and_running_again_after(node: Node) -> 
         inside = list(node.scripts)
     assert inside[0] == f"mv {scheduler.MANIFEST} {scheduler.PAUSED}"
     assert inside[1] == "crictl ps --state running -q --name '^kube-scheduler$'"
-    assert node.scripts[len(inside) :] == [f"mv {scheduler.PAUSED} {scheduler.MANIFEST}", "ready kube-scheduler"]
+    assert node.scripts[len(inside) :] == [
+        f"write {scheduler.MANIFEST}",
+        f"rm -f {scheduler.PAUSED}",
+        "ready kube-scheduler",
+    ]
+    assert list(node.files) == [scheduler.MANIFEST]
+
+
+def test_each_resume_is_a_static_pod_of_its_own(node: Node) -> None:
+    """The same manifest moved back would be the same static pod UID, which the kubelet may still
+    hold as finished and then never start."""
+    resumed = []
+    for _ in range(2):
+        with scheduler.paused(Path("kubeconfig"), KindNodes("kind", (node,))):
+            pass
+        resumed.append(node.files[scheduler.MANIFEST])
+    assert MANIFEST not in resumed and resumed[0] != resumed[1]
+    assert all(scheduler.GENERATION in text and "kube-scheduler" in text for text in resumed)
 
 
 def test_the_scheduler_runs_again_when_the_block_fails(node: Node) -> None:
     with pytest.raises(RuntimeError):
         with scheduler.paused(Path("kubeconfig"), KindNodes("kind", (node,))):
             raise RuntimeError("creating the pods failed")
-    assert node.scripts[-2:] == [f"mv {scheduler.PAUSED} {scheduler.MANIFEST}", "ready kube-scheduler"]
+    assert node.scripts[-3:] == [f"write {scheduler.MANIFEST}", f"rm -f {scheduler.PAUSED}", "ready kube-scheduler"]
 
 
 def test_a_scheduler_that_does_not_come_back_is_described(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,7 +84,10 @@ def test_a_scheduler_that_does_not_come_back_is_described(node: Node, monkeypatc
         raise scheduler.WaitTimeout("timed out after 300 s waiting for kube-scheduler")
 
     monkeypatch.setattr(scheduler.health, "wait_static_pods", never_ready)
-    monkeypatch.setattr(node, "sh", lambda script, **_: "Exited 3" if script.startswith("crictl ps -a") else "")
+    plain = node.sh
+    monkeypatch.setattr(
+        node, "sh", lambda script, **_: "Exited 3" if script.startswith("crictl ps -a") else plain(script)
+    )
     with pytest.raises(
         scheduler.WaitTimeout, match=r"(?s)waiting for kube-scheduler\ncontainers on kind-control-plane:\nExited 3"
     ):
