@@ -55,8 +55,12 @@ def test_a_new_slice_brings_a_waiting_pod_in(
     suffix = uuid.uuid4().hex[:8]
     driver, name = f"late-{suffix}.kep5004.io", f"example.com/late-{suffix}"
     pods.create_device_class(api, request, driver, name, prefix="late")
-    waiting = "waiting"
-    api.create(pods.pod(waiting, [pods.container("main", p, {name: 1})]), namespace)
+
+    def ask(pod_name: str) -> str:
+        api.create(pods.pod(pod_name, [pods.container("main", p, {name: 1})]), namespace)
+        return pod_name
+
+    waiting = ask("waiting")
     with check("KEP-4", stop=True):  # no word from the scheduler: nothing to judge KEP-4 by
         node = _first_word(api, namespace, waiting)
     if node:
@@ -74,8 +78,7 @@ def test_a_new_slice_brings_a_waiting_pod_in(
             f"namespace: {claims})"
         )
         api.resource("v1", "Pod").delete(name=waiting, namespace=namespace, body={"gracePeriodSeconds": 0})
-        waiting = "waiting-again"
-        api.create(pods.pod(waiting, [pods.container("main", p, {name: 1})]), namespace)
+        waiting = ask("waiting-again")
         with check("KEP-4", stop=True):
             node = _first_word(api, namespace, waiting)
         if node:
