@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid as _uuid
+from collections.abc import Callable
 
 import pytest
 
@@ -64,15 +65,30 @@ def pinned(p: Obj, node: str) -> Obj:
     return p
 
 
-def landing(api: Api, namespace: str, pod_obj: Obj, timeout: float = 120) -> Obj:
+class Abandoned(AssertionError):
+    """A wait ended before its deadline: what it waited for can no longer happen (the reason)."""
+
+
+def landing(
+    api: Api,
+    namespace: str,
+    pod_obj: Obj,
+    timeout: float = 120,
+    hopeless: Callable[[], str | None] | None = None,
+) -> Obj:
     """Create the pod, wait until the scheduler binds it, delete it and wait until it is gone (so
-    that its devices are free for the next one); the pod as it was bound."""
+    that its devices are free for the next one); the pod as it was bound. While it is unbound,
+    `hopeless` may end the wait with a reason (Abandoned; the pod is left in place)."""
     name = pod_obj["metadata"]["name"]
     api.create(pod_obj, namespace)
 
     def bound() -> Obj | None:
         found = api.get("v1", "Pod", name, namespace)
-        return found if found and found["spec"].get("nodeName") else None
+        if found and found["spec"].get("nodeName"):
+            return found
+        if hopeless and (reason := hopeless()):
+            raise Abandoned(f"pod {name} left unbound: {reason}")
+        return None
 
     placed = wait_for(
         bound,

@@ -19,6 +19,7 @@ The pods pick the suite's scheduler profiles (conftest.py) by name; other pods a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -46,7 +47,7 @@ BALLAST_SHARE = 0.25  # of the ballast node's allocatable cpu
 # BalancedAllocation passes over a pod that requests none of its resources; the pods it places
 # ask for some cpu, so that with its default list (cpu, memory) it scores them at all.
 BALANCED_POD_CPU = "100m"
-BALANCED_WAIT_S = 60  # a scheduler that crashes on the pod never binds it
+BALANCED_WAIT_S = 60  # a scheduler that crashes on the pod never binds it (the wait ends at the crash)
 NO_FIT_SAMPLES = 12
 SIGNIFICANCE = 0.01
 
@@ -89,17 +90,24 @@ def unequal(target: Target, module_namespace: str) -> Unequal:
 
 
 def _landing(
-    target: Target, namespace: str, name: str, scheduler: str, cpu: str | None = None, timeout: float = 120
+    target: Target,
+    namespace: str,
+    name: str,
+    scheduler: str,
+    cpu: str | None = None,
+    timeout: float = 120,
+    hopeless: Callable[[], str | None] | None = None,
 ) -> str:
     """The node a one-device pod of `scheduler` (asking for `cpu` too, if given) is bound to (the
-    pod is gone again after it, so each placement starts from the same cluster)."""
+    pod is gone again after it, so each placement starts from the same cluster); `hopeless` as
+    for pods.landing."""
     p = target.profile
     container = pods.container("main", p, {p.extended_resource_name: 1})
     if cpu:
         container["resources"]["requests"] = {"cpu": cpu}
     pod = pods.pod(name, [container])
     pod["spec"]["schedulerName"] = scheduler
-    return pods.landing(target.api, namespace, pod, timeout=timeout)["spec"]["nodeName"]
+    return pods.landing(target.api, namespace, pod, timeout=timeout, hopeless=hopeless)["spec"]["nodeName"]
 
 
 @pytest.mark.requirement("SCORE-1")
@@ -185,6 +193,26 @@ def _panic(api: Api) -> str | None:
     return None
 
 
+def _ends(api: Api) -> int:
+    """How often kube-scheduler's container has ended: its restarts, plus one while it is down."""
+    statuses = (_scheduler(api).get("status") or {}).get("containerStatuses") or [{}]
+    return statuses[0].get("restartCount", 0) + (0 if "running" in (statuses[0].get("state") or {}) else 1)
+
+
+def _crashed_in_balanced_allocation(api: Api) -> Callable[[], str | None]:
+    """A probe: the panic in BalancedAllocation that ended kube-scheduler since the probe was
+    made, or None. (A scheduler that ended otherwise, or has not ended, may still bind the pod.)"""
+    before = _ends(api)
+
+    def probe() -> str | None:
+        if _ends(api) == before:
+            return None
+        panic = _panic(api)
+        return panic if panic and "BalancedAllocation" in panic else None
+
+    return probe
+
+
 @pytest.mark.requirement("SCORE-1")
 def test_balanced_allocation_balances_the_listed_name(
     check: Checks, target: Target, module_namespace: str, unequal: Unequal
@@ -209,8 +237,16 @@ def test_balanced_allocation_balances_the_listed_name(
         ),
     ):
         try:
-            node = _landing(target, module_namespace, pod, scheduler, cpu=BALANCED_POD_CPU, timeout=BALANCED_WAIT_S)
-        except WaitTimeout as err:
+            node = _landing(
+                target,
+                module_namespace,
+                pod,
+                scheduler,
+                cpu=BALANCED_POD_CPU,
+                timeout=BALANCED_WAIT_S,
+                hopeless=_crashed_in_balanced_allocation(api),
+            )
+        except (WaitTimeout, pods.Abandoned) as err:
             panic = _panic(api)
             api.delete("v1", "Pod", pod, module_namespace)  # while it waits, a crashing scheduler crashes again
             if panic is None or "BalancedAllocation" not in panic:
