@@ -76,9 +76,10 @@ def landing(
     timeout: float = 120,
     hopeless: Callable[[], str | None] | None = None,
 ) -> Obj:
-    """Create the pod, wait until the scheduler binds it, delete it and wait until it is gone (so
-    that its devices are free for the next one); the pod as it was bound. While it is unbound,
-    `hopeless` may end the wait with a reason (Abandoned; the pod is left in place)."""
+    """Create the pod, wait until the scheduler binds it, delete it and wait until it and its
+    claims are gone (so that its devices are free for the next one); the pod as it was bound.
+    While it is unbound, `hopeless` may end the wait with a reason (Abandoned; the pod is left
+    in place)."""
     name = pod_obj["metadata"]["name"]
     api.create(pod_obj, namespace)
 
@@ -90,15 +91,24 @@ def landing(
             raise Abandoned(f"pod {name} left unbound: {reason}")
         return None
 
+    # Polled often: a binding takes well under a second, and callers place pods one after the
+    # other (SCORE-2 twelve), each waiting for the last to be gone.
     placed = wait_for(
         bound,
         timeout=timeout,
-        interval=1,
+        interval=0.25,
         what=f"pod {name} bound to a node",
         describe=lambda: summary(api, namespace, name),
     )
     api.delete("v1", "Pod", name, namespace)
-    wait_gone(api, "v1", "Pod", name, namespace)
+    wait_gone(api, "v1", "Pod", name, namespace, interval=0.5)
+    wait_for(
+        lambda: not _claims_of(api, namespace, placed["metadata"]["uid"]),
+        timeout=60,
+        interval=0.5,
+        what=f"the claims of pod {name} deleted after it",
+        describe=lambda: str(_claims_of(api, namespace, placed["metadata"]["uid"])),
+    )
     return placed
 
 
@@ -279,9 +289,11 @@ def pool_nodes(api: Api, driver: str) -> dict[str, str]:
 def owned_claims(api: Api, namespace: str, name: str) -> list[str]:
     """Names of the claims in the namespace whose controller is the named pod (any uid)."""
     found = api.get("v1", "Pod", name, namespace)
-    if not found:
-        return []
-    uid = found["metadata"]["uid"]
+    return _claims_of(api, namespace, found["metadata"]["uid"]) if found else []
+
+
+def _claims_of(api: Api, namespace: str, uid: str) -> list[str]:
+    """Names of the claims in the namespace whose controller is the pod of this uid."""
     return [
         c["metadata"]["name"]
         for c in api.list(RESOURCE_API, "ResourceClaim", namespace)
@@ -354,12 +366,14 @@ def wait_event(api: Api, namespace: str, name: str, reason: str, timeout: float 
     )
 
 
-def wait_gone(api: Api, api_version: str, kind: str, name: str, namespace: str | None, timeout: float = 180) -> None:
+def wait_gone(
+    api: Api, api_version: str, kind: str, name: str, namespace: str | None, timeout: float = 180, interval: float = 2
+) -> None:
     """Wait until the object no longer exists (NotFound)."""
     wait_for(
         lambda: api.get(api_version, kind, name, namespace) is None,
         timeout=timeout,
-        interval=2,
+        interval=interval,
         what=f"{kind} {namespace + '/' if namespace else ''}{name} to be deleted",
         describe=lambda: json.dumps(
             {
