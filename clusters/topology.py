@@ -126,12 +126,17 @@ def render(spec: ClusterSpec, host: HostFacts, node_image: str, worker_image: st
             "patches": {"directory": probe_patches.IN_NODE},
         },
     ]
-    if host.cgroup_v1:
-        kubeadm_patches.append({"kind": "KubeletConfiguration", "failCgroupV1": False})
     cri = '[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true\n'
     if not host.has_cap_sys_resource:
         # Sandboxes ask for a lower oom_score_adj than containerd's, which needs CAP_SYS_RESOURCE.
         cri += "  restrict_oom_score_adj = true\n"
+    if host.cgroup_v1:
+        # Kubelet and runc on the cgroupfs driver, as kind sets up Kubernetes before 1.24: on cgroup
+        # v1, runc's systemd driver freezes each new container's cgroup while it applies the unit's
+        # properties, and under load the freeze does not take ("unable to freeze": the pod fails
+        # with StartError). The cgroupfs driver writes the cgroup files without freezing.
+        kubeadm_patches.append({"kind": "KubeletConfiguration", "failCgroupV1": False, "cgroupDriver": "cgroupfs"})
+        cri += '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = false\n'
     nodes: list[dict[str, Any]] = [
         {"role": "control-plane", "image": node_image, "extraMounts": [probe_patches.node_mount()]}
     ]

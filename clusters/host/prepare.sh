@@ -78,6 +78,6 @@ raise_sysctl fs.inotify.max_user_instances 1024
 raise_sysctl fs.inotify.max_user_watches 524288
 
 if [[ $(stat -fc %T /sys/fs/cgroup) != cgroup2fs ]]; then
-  log "host uses cgroup v1: kubelets will be configured with failCgroupV1: false"
+  log "host uses cgroup v1: kubelets will be configured with failCgroupV1: false and the cgroupfs driver"
 fi
 log "host ready"

@@ -51,10 +51,13 @@ def test_gate_can_be_switched_off_on_beta_but_not_on_ga() -> None:
 def test_workarounds_apply_only_on_hosts_that_need_them() -> None:
     ours = render(ClusterSpec("dra", V137), OUR_HOSTS, "n")
     ordinary = render(ClusterSpec("dra", V137), ORDINARY_HOST, "n")
-    assert {"kind": "KubeletConfiguration", "failCgroupV1": False} in patches(ours)
+    assert {"kind": "KubeletConfiguration", "failCgroupV1": False, "cgroupDriver": "cgroupfs"} in patches(ours)
+    # The runc table last: a key after its header would land in it.
+    assert ours["containerdConfigPatches"][0].endswith("runc.options]\n  SystemdCgroup = false\n")
     assert "restrict_oom_score_adj = true" in ours["containerdConfigPatches"][0]
     assert not any(p["kind"] == "KubeletConfiguration" for p in patches(ordinary))
     assert "restrict_oom_score_adj" not in ordinary["containerdConfigPatches"][0]
+    assert "SystemdCgroup" not in ordinary["containerdConfigPatches"][0]
     assert "enable_cdi = true" in ordinary["containerdConfigPatches"][0]
 
 
