@@ -65,6 +65,15 @@ def pinned(p: Obj, node: str) -> Obj:
     return p
 
 
+def preferring(p: Obj, node: str) -> Obj:
+    """`p`, preferring `node` (NodeAffinity's score; any other node stays possible)."""
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    p["spec"]["affinity"] = {
+        "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": term}]}
+    }
+    return p
+
+
 class Abandoned(AssertionError):
     """A wait ended before its deadline: what it waited for can no longer happen (the reason)."""
 

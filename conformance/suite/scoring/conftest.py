@@ -22,9 +22,12 @@ LEAST_ALLOCATED = "kep5004-least-allocated"  # NodeResourcesFit alone, spreading
 CPU_MEMORY_ONLY = "kep5004-cpu-memory-only"  # NodeResourcesFit alone, packing, the default resource list
 BALANCED = "kep5004-balanced"  # BalancedAllocation alone, the DRA-backed name listed
 BALANCED_CPU_MEMORY = "kep5004-balanced-cpu-memory"  # BalancedAllocation alone, its default list
-NO_FIT_SCORE = "kep5004-no-fit-score"  # the default scorers but NodeResourcesFit and BalancedAllocation
+DRA_SCORE_ONLY = "kep5004-dynamic-resources-score"  # DynamicResources, and a NodeAffinity tie-breaker
 # The DRA-backed name outweighs cpu and memory, so that where a pod lands shows whether it was scored.
 NAME_WEIGHT = 100
+# DynamicResources' score outweighs a node preference: any difference in its normalized score
+# (1 of 100 at the least) decides over the preference (100 of 100, weight 1).
+DRA_SCORE_WEIGHT = 100
 
 
 def _fit_only(name: str, strategy: str, resources: list[dict]) -> dict:
@@ -61,9 +64,15 @@ def scheduler_profiles(profile: Profile) -> list[dict]:
         _balanced_only(BALANCED, [*default_list, {"name": profile.extended_resource_name, "weight": 1}]),
         _balanced_only(BALANCED_CPU_MEMORY, default_list),
         {
-            "schedulerName": NO_FIT_SCORE,
+            "schedulerName": DRA_SCORE_ONLY,
             "plugins": {
-                "score": {"disabled": [{"name": "NodeResourcesFit"}, {"name": "NodeResourcesBalancedAllocation"}]}
+                "score": {
+                    "disabled": [{"name": "*"}],
+                    "enabled": [
+                        {"name": "DynamicResources", "weight": DRA_SCORE_WEIGHT},
+                        {"name": "NodeAffinity", "weight": 1},
+                    ],
+                }
             },
         },
     ]
