@@ -50,13 +50,14 @@ def only_on(nodes: list[str]) -> Obj:
     failures happen as for any pod."""
     return {
         "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in nodes
-                ]
-            }
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_named(n) for n in nodes]}
         }
     }
+
+
+def _named(node: str) -> Obj:
+    """A node selector term matching `node` by metadata.name."""
+    return {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
 
 
 def pinned(p: Obj, node: str) -> Obj:
@@ -67,9 +68,8 @@ def pinned(p: Obj, node: str) -> Obj:
 
 def preferring(p: Obj, node: str) -> Obj:
     """`p`, preferring `node` (NodeAffinity's score; any other node stays possible)."""
-    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
     p["spec"]["affinity"] = {
-        "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": term}]}
+        "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": _named(node)}]}
     }
     return p
 
@@ -101,7 +101,7 @@ def landing(
         return None
 
     # Polled often: a binding takes well under a second, and callers place pods one after the
-    # other (SCORE-2 twelve), each waiting for the last to be gone.
+    # other (SCORE-2, MIXED-4), each waiting for the last to be gone.
     placed = wait_for(
         bound,
         timeout=timeout,
