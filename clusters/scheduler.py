@@ -1,10 +1,9 @@
-"""Extra kube-scheduler profiles on a running kind cluster, next to the default one.
+"""kube-scheduler of a running kind cluster reconfigured, for the benchmarks.
 
 A KubeSchedulerConfiguration keeps `default-scheduler` as kubeadm made it and adds the given
-profiles, which pods pick through `spec.schedulerName`; so tests can use their own scoring
-without changing how any other pod is placed. The file goes to the control-plane node under a
-name holding its hash, so that a different configuration is a different static pod manifest and
-the kubelet restarts the scheduler; `reset` puts kubeadm's manifest back. `paused` stops the
+profiles and client QPS. The file goes to the control-plane node under a name holding its hash,
+so that a different configuration is a different static pod manifest and the kubelet restarts
+the scheduler (kubeadm's manifest is kept aside on the node). `paused` stops the
 scheduler for a while, so that a benchmark can create its pods first and then time their
 scheduling alone; each resume is a static pod of its own.
 """
@@ -98,17 +97,6 @@ def set_profiles(
     node.write(path, text)
     node.write(MANIFEST, with_config(_original(node), path, str(time.time_ns())))
     health.wait_static_pods(kubeconfig, node.name, COMPONENT, f"--config={path}")
-
-
-def reset(kubeconfig: Path, nodes: KindNodes) -> None:
-    """kubeadm's scheduler again, if it was ever replaced."""
-    node = _control_plane(nodes)
-    if node.sh(f"test -f {ORIGINAL} && echo saved || true").strip() != "saved":
-        return
-    progress(f"{nodes.cluster}: kube-scheduler back to its own configuration")
-    node.write(MANIFEST, node.read(ORIGINAL))
-    node.sh(f"rm -rf {ORIGINAL} {CONFIG_DIR}")
-    health.wait_static_pods(kubeconfig, node.name, COMPONENT, "--kubeconfig=", absent="--config=")
 
 
 @contextmanager

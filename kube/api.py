@@ -22,6 +22,7 @@ from urllib3.exceptions import HTTPError
 Obj = dict[str, Any]
 # The DRA API version everything here reads and writes (GA since Kubernetes 1.34).
 RESOURCE_API = "resource.k8s.io/v1"
+RBAC_API = "rbac.authorization.k8s.io/v1"
 
 
 # What reading the API raises while its components restart under us: refused or reset

@@ -139,10 +139,7 @@ def restricted_kubeconfig(
 
 
 def run_suite(kubeconfig: Path, profile_path: Path, out: Path) -> tuple[int, str]:
-    # As on a vendor's cluster, whose nodes' containers the suite cannot reach: the scoring tests
-    # reconfigure kube-scheduler on the kind nodes of this host, which the in-cluster ways cannot
-    # do either (SCORE-1/2 are `not tested` there), so the verdicts stay comparable.
-    options = RunOptions(kubeconfig=kubeconfig, profile=str(profile_path), disruptive=True, k="not scoring", out=out)
+    options = RunOptions(kubeconfig=kubeconfig, profile=str(profile_path), disruptive=True, out=out)
     cmd = [sys.executable, "-m", "conformance.runner", *options.to_argv()]
     log(" ".join(cmd[1:]))
     done = subprocess.run(cmd, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)

@@ -216,16 +216,11 @@ def held_at_start(target: Target) -> dict[str, frozenset[str]]:
     return driver_state.held_on_nodes(target.api, target.profile, dra_nodes(target.api, target.profile))
 
 
-def nodes_on_this_host(target: Target) -> KindNodes:
-    """The node containers of the cluster under test; CommandError unless it is kind on this host."""
-    return KindNodes.of_node(target.api.list("v1", "Node")[0]["metadata"]["name"])
-
-
 @pytest.fixture(scope="session")
 def kind_nodes(target: Target) -> KindNodes:
     """The node containers of the kind cluster under test, for tests that change the cluster in place."""
     try:
-        return nodes_on_this_host(target)
+        return KindNodes.of_node(target.api.list("v1", "Node")[0]["metadata"]["name"])
     except CommandError as err:
         pytest.fail(
             f"these tests change Kubernetes versions or gates on the nodes, which needs a kind cluster "

@@ -23,15 +23,16 @@ def test_manifest_grants_exactly_the_checked_permissions_and_mounts_the_profile(
     objs = {o["kind"]: o for o in incluster.manifest(EXAMPLE, "suite:1")}
     assert list(objs) == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job"]
     granted = {
-        (g, r, v)
+        (g, r, n, v)
         for rule in objs["ClusterRole"]["rules"]
         if "resources" in rule
         for g in rule["apiGroups"]
         for r in rule["resources"]
+        for n in rule.get("resourceNames", [""])
         for v in rule["verbs"]
     }
     wanted = {
-        (p.group, p.resource + (f"/{p.subresource}" if p.subresource else ""), p.verb)
+        (p.group, p.resource + (f"/{p.subresource}" if p.subresource else ""), p.name, p.verb)
         for p in permissions.required(profiles.load(str(EXAMPLE)))
         if not p.path
     }

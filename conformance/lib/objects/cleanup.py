@@ -4,7 +4,7 @@ after a run, and after a run that was interrupted before its tests' own teardown
 from __future__ import annotations
 
 from conformance.lib.objects.special_claim import allocation_results
-from kube.api import RESOURCE_API, TRANSIENT_ERRORS, Api, Obj
+from kube.api import RBAC_API, RESOURCE_API, TRANSIENT_ERRORS, Api, Obj
 from kube.waits import wait_for
 
 LABEL = "kep5004.io/test"
@@ -17,6 +17,8 @@ CLUSTER_SCOPED = (
     # ALLOC-8 refuses bindings in its namespace with a policy of its own
     (ADMISSION_API, "ValidatingAdmissionPolicyBinding"),
     (ADMISSION_API, "ValidatingAdmissionPolicy"),
+    # the scoring tests' own kube-scheduler holds kube-scheduler's roles (own_scheduler.py)
+    (RBAC_API, "ClusterRoleBinding"),
 )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conformance.lib.objects import own_scheduler
 from conformance.lib.profile import Profile
 from kube.api import Api
 
@@ -19,6 +20,7 @@ class Permission:
     group: str = ""
     subresource: str = ""
     path: str = ""  # a non-resource URL such as /metrics
+    name: str = ""  # one object only (empty: any)
     why: str = ""
 
     def __str__(self) -> str:
@@ -26,10 +28,12 @@ class Permission:
             return f"{self.verb} {self.path}"
         sub = f"/{self.subresource}" if self.subresource else ""
         group = f".{self.group}" if self.group else ""
-        return f"{self.verb} {self.resource}{sub}{group}"
+        return f"{self.verb} {self.resource}{sub}{group}" + (f" {self.name}" if self.name else "")
 
 
 RESOURCE = "resource.k8s.io"
+RBAC = "rbac.authorization.k8s.io"
+OWN_SCHEDULER_KINDS = ("serviceaccounts", "configmaps")
 REQUIRED: tuple[Permission, ...] = (
     *(Permission(v, "namespaces", why="one namespace per test") for v in ("create", "delete", "list")),
     Permission("get", "serviceaccounts", why="a new namespace takes pods once its default ServiceAccount exists"),
@@ -77,6 +81,16 @@ REQUIRED: tuple[Permission, ...] = (
         for v in ("create", "list", "delete")
     ),
     Permission("create", "bindings", why="ALLOC-8 sees its binding refusal in force before relying on it"),
+    # SCORE-1/2: a kube-scheduler of the suite's own, with kube-scheduler's roles
+    *(Permission("create", kind, why="SCORE-1/2: the scoring tests' kube-scheduler") for kind in OWN_SCHEDULER_KINDS),
+    *(
+        Permission(v, "clusterrolebindings", RBAC, why="SCORE-1/2: the scoring tests' kube-scheduler holds its roles")
+        for v in ("create", "list", "delete")
+    ),
+    *(
+        Permission("bind", "clusterroles", RBAC, name=role, why="SCORE-1/2: the scoring tests' kube-scheduler")
+        for role in own_scheduler.ROLES
+    ),
 )
 # Only for profiles with the nodeModes capability: the migration tests move a node between the
 # device plugin and DRA by relabelling it.
@@ -128,6 +142,7 @@ def _allowed(api: Api, p: Permission) -> bool:
                 "group": p.group,
                 "resource": p.resource,
                 "subresource": p.subresource,
+                "name": p.name,
             }
         }
     )
@@ -143,19 +158,21 @@ def missing(api: Api, needed: tuple[Permission, ...]) -> list[Permission]:
 
 def cluster_role_rules(needed: tuple[Permission, ...]) -> list[dict[str, list[str]]]:
     """The RBAC rules granting exactly `needed`: what a ServiceAccount running the suite needs."""
-    by_resource: dict[tuple[str, str], list[str]] = {}
+    by_resource: dict[tuple[str, str, str], list[str]] = {}
     paths: dict[str, list[str]] = {}
     for p in needed:
         verbs = (
             paths.setdefault(p.path, [])
             if p.path
-            else by_resource.setdefault((p.group, p.resource + (f"/{p.subresource}" if p.subresource else "")), [])
+            else by_resource.setdefault(
+                (p.group, p.resource + (f"/{p.subresource}" if p.subresource else ""), p.name), []
+            )
         )
         if p.verb not in verbs:
             verbs.append(p.verb)
     rules = [
-        {"apiGroups": [group], "resources": [resource], "verbs": verbs}
-        for (group, resource), verbs in by_resource.items()
+        {"apiGroups": [group], "resources": [resource], "verbs": verbs, **({"resourceNames": [name]} if name else {})}
+        for (group, resource, name), verbs in by_resource.items()
     ]
     rules += [{"nonResourceURLs": [path], "verbs": verbs} for path, verbs in paths.items()]
     return rules

@@ -1,21 +1,19 @@
-"""Fixtures of the scoring tests: kube-scheduler profiles of the suite's own, next to the
-default one (clusters/scheduler.py), which scoring pods pick by schedulerName.
-
-Reconfiguring the scheduler needs the node containers of a kind cluster; on any other cluster
-these tests are `not tested`, with that reason (say so rather than guess what its scheduler scores).
+"""Fixtures of the scoring tests: scheduler profiles of the suite's own, run by a kube-scheduler
+of the suite's own beside the cluster's (conformance/lib/objects/own_scheduler.py), which scoring
+pods pick by schedulerName. Where that scheduler cannot run (its roles may not be bound, its
+image not pulled), these tests are `not tested`, with that reason: say so rather than guess what
+the cluster's scheduler scores.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from clusters import scheduler
-from clusters.shell import CommandError
+from conformance.lib.objects import own_scheduler, pods
 from conformance.lib.profile import Profile
-from conformance.suite.conftest import Target, nodes_on_this_host
+from conformance.suite.conftest import Target
 
 MOST_ALLOCATED = "kep5004-most-allocated"  # NodeResourcesFit alone, packing, the DRA-backed name listed
 LEAST_ALLOCATED = "kep5004-least-allocated"  # NodeResourcesFit alone, spreading, the DRA-backed name listed
@@ -79,16 +77,15 @@ def scheduler_profiles(profile: Profile) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def scoring_scheduler(request: pytest.FixtureRequest, target: Target, kubeconfig: Path) -> Iterator[None]:
-    """The scheduler runs the suite's profiles for this module; kubeadm's configuration after it."""
+def scoring_scheduler(request: pytest.FixtureRequest, target: Target, module_namespace: str) -> Iterator[None]:
+    """The suite's scheduler runs the suite's profiles for this module."""
+    p = target.profile
+    canary = pods.pod("scheduler-canary", [pods.container("main", p, {}, command=pods.SLEEP)])
     try:
-        nodes = nodes_on_this_host(target)
-    except CommandError as err:
-        pytest.skip(
-            f"not tested: the scoring tests configure kube-scheduler profiles of their own, which "
-            f"needs a kind cluster on this host ({err})"
-        )
-    scheduler.set_profiles(kubeconfig, nodes, scheduler_profiles(target.profile))
+        own_scheduler.start(target.api, module_namespace, scheduler_profiles(p), target.version, canary)
+    except own_scheduler.NotStarted as err:
+        own_scheduler.stop(target.api, module_namespace)
+        pytest.skip(f"not tested: the scoring tests' own kube-scheduler did not start: {err}")
     yield
     if not request.config.getoption("--keep"):
-        scheduler.reset(kubeconfig, nodes)
+        own_scheduler.stop(target.api, module_namespace)

@@ -17,7 +17,8 @@ memory then point to different nodes, so the node a pod lands on tells what was 
   tie-breaker only where scheduler extenders scored, so equal scores go to the node whose
   filters finished first, kubernetes/kubernetes#141024. The node with 3 devices beside one with
   36 took 62 % of such ties over eight full runs, and 11 of 12 once.)
-The pods pick the suite's scheduler profiles (conftest.py) by name; other pods are unaffected.
+The pods pick the suite's scheduler profiles (conftest.py) by name; a kube-scheduler of the
+suite's own runs those, so other pods and the cluster's scheduler are unaffected.
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ from dataclasses import dataclass
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from clusters import health
 from conformance.lib.checks import Checks
-from conformance.lib.objects import pods
+from conformance.lib.objects import own_scheduler, pods
 from conformance.lib.scenarios.steps import setup_checks
 from conformance.suite.conftest import Target
 from conformance.suite.scoring.conftest import (
@@ -42,7 +42,7 @@ from conformance.suite.scoring.conftest import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
 )
-from kube.api import Api, Obj
+from kube.api import Api
 from kube.waits import WaitTimeout
 
 pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("scoring_scheduler")]
@@ -164,22 +164,13 @@ def test_dynamic_resources_scores_extended_resources_nothing(
     check.observe("SCORE-2", "; ".join(landed))
 
 
-def _scheduler(api: Api) -> Obj:
-    found = health.static_pod(api, "kube-scheduler")
-    assert found, "no kube-scheduler pod (component=kube-scheduler) in kube-system"
-    return found
-
-
-def _panic(api: Api) -> str | None:
-    """The panic that ended kube-scheduler, from the log of its container if that exited, or of
-    the instance before it; None when neither ended in one. (The kubelet may keep a crashing
-    static pod's container down for minutes: its back-off outlives a new manifest of the same
-    content, so the restart count is no sign.)"""
-    pod = _scheduler(api)
-    name = pod["metadata"]["name"]
+def _panic(api: Api, namespace: str) -> str | None:
+    """The panic that ended the suite's kube-scheduler, from the log of its container if that
+    exited, or of the instance before it; None when neither ended in one. (A crashing container
+    waits in the kubelet's back-off, so its restart count is no sign of when it ended.)"""
     for previous in (False, True):
         try:
-            log = api.logs("kube-system", name, "kube-scheduler", previous=previous)
+            log = api.logs(namespace, own_scheduler.NAME, own_scheduler.CONTAINER, previous=previous)
         except ApiException:
             continue  # no earlier instance
         lines = [line.strip() for line in log.splitlines()]
@@ -196,22 +187,28 @@ def _panic(api: Api) -> str | None:
     return None
 
 
-def _ends(api: Api) -> int:
-    """How often kube-scheduler's container has ended: its restarts, plus one while it is down."""
-    statuses = (_scheduler(api).get("status") or {}).get("containerStatuses") or [{}]
+def _ends(api: Api, namespace: str) -> int:
+    """How often the suite's kube-scheduler container has ended: its restarts, plus one while it is down."""
+    statuses = (own_scheduler.pod(api, namespace).get("status") or {}).get("containerStatuses") or [{}]
     return statuses[0].get("restartCount", 0) + (0 if "running" in (statuses[0].get("state") or {}) else 1)
 
 
-def _crashed_in_balanced_allocation(api: Api) -> Callable[[], str | None]:
-    """A probe: the panic in BalancedAllocation that ended kube-scheduler since the probe was
-    made, or None. (A scheduler that ended otherwise, or has not ended, may still bind the pod.)"""
-    before = _ends(api)
+def _in_balanced_allocation(panic: str | None) -> bool:
+    """Whether `panic` (from _panic) crashed in the BalancedAllocation plugin's frames."""
+    return panic is not None and "BalancedAllocation" in panic
+
+
+def _crashed_in_balanced_allocation(api: Api, namespace: str) -> Callable[[], str | None]:
+    """A probe: the panic in BalancedAllocation that ended the suite's kube-scheduler since the
+    probe was made, or None. (A scheduler that ended otherwise, or has not ended, may still bind
+    the pod.)"""
+    before = _ends(api, namespace)
 
     def probe() -> str | None:
-        if _ends(api) == before:
+        if _ends(api, namespace) == before:
             return None
-        panic = _panic(api)
-        return panic if panic and "BalancedAllocation" in panic else None
+        panic = _panic(api, namespace)
+        return panic if _in_balanced_allocation(panic) else None
 
     return probe
 
@@ -222,8 +219,8 @@ def test_balanced_allocation_balances_the_listed_name(
 ) -> None:
     """Last in the module: the kube-scheduler of BUG-12 crashes on the pod whose name it scores."""
     api, name = target.api, target.profile.extended_resource_name
-    # The default list first: BUG-12's scheduler crashes on the other pod and stays down until the
-    # module's teardown gives it kubeadm's configuration back.
+    # The default list first: BUG-12's scheduler crashes on the other pod, and its restarts crash
+    # again while that pod waits.
     for pod, scheduler, expected, why in (
         (
             "balanced-cpu-memory",
@@ -247,12 +244,12 @@ def test_balanced_allocation_balances_the_listed_name(
                 scheduler,
                 cpu=BALANCED_POD_CPU,
                 timeout=BALANCED_WAIT_S,
-                hopeless=_crashed_in_balanced_allocation(api),
+                hopeless=_crashed_in_balanced_allocation(api, module_namespace),
             )
         except (WaitTimeout, pods.Abandoned) as err:
-            panic = _panic(api)
+            panic = _panic(api, module_namespace)
             api.delete("v1", "Pod", pod, module_namespace)  # while it waits, a crashing scheduler crashes again
-            if panic is None or "BalancedAllocation" not in panic:
+            if not _in_balanced_allocation(panic):
                 check.that(
                     "SCORE-1",
                     False,

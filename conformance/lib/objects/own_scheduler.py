@@ -1,0 +1,202 @@
+"""A kube-scheduler of the suite's own: a pod beside the cluster's scheduler that runs only the
+scheduler profiles a test module defines (its pods pick one by spec.schedulerName).
+
+A pod rather than the cluster's scheduler reconfigured: nothing of the cluster changes, so the
+tests run wherever the suite may create pods and bind kube-scheduler's two roles (a vendor's
+cluster, a managed control plane), no restart of a control-plane component costs time, and a
+plugin that crashes (BUG-12) ends this pod only.
+
+It is the cluster's scheduler in what decides placements: the image, feature gates and emulated
+version of its mirror pod (kubeadm and kind make one), on the same node. Where no mirror pod is
+visible, the image is upstream's for the API server's version and KEP-5004's gate is set as the
+API server reports it. It takes no part in leader election (no other instance runs its profiles)
+and serves nothing (--secure-port=0, so it needs no delegated authentication either).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from conformance.lib.objects import pods
+from conformance.lib.objects.cleanup import labelled
+from kube import metrics
+from kube.api import RBAC_API, Api, Obj
+from kube.features import DRAExtendedResource
+from kube.versions import KubeVersion
+from kube.waits import wait_for
+
+NAME = "kep5004-scheduler"
+CONTAINER = "kube-scheduler"
+# kubeadm binds both to the cluster's scheduler: the second covers the storage classes and volume
+# objects its volume plugins watch (without them its informers never sync).
+ROLES = ("system:kube-scheduler", "system:volume-scheduler")
+CONFIG_DIR = "/etc/kep5004-scheduler"
+# Flags of the cluster's scheduler that change what it decides, carried over.
+DECIDING_FLAGS = ("--feature-gates=", "--emulated-version=")
+START_TIMEOUT_S = 180
+ERROR_LINE = re.compile(r"Error:|E\d{4} ")
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What the suite's scheduler takes from the cluster's."""
+
+    image: str
+    node: str | None  # the cluster's scheduler's node, where its image is sure to be
+    flags: tuple[str, ...]
+    source: str  # how it was found, for messages
+
+
+def basis(api: Api, version: KubeVersion) -> Basis:
+    mirror = next(iter(api.list("v1", "Pod", "kube-system", label_selector=f"component={CONTAINER}")), None)
+    if mirror:
+        container = mirror["spec"]["containers"][0]
+        flags = tuple(a for a in container.get("command") or [] if a.startswith(DECIDING_FLAGS))
+        where = f"kube-system/{mirror['metadata']['name']}"
+        return Basis(container["image"], mirror["spec"].get("nodeName"), flags, f"as {where}")
+    gate = metrics.value(api.raw("/metrics"), "kubernetes_feature_enabled", name=DRAExtendedResource)
+    flags = () if gate is None else (f"--feature-gates={DRAExtendedResource}={str(gate == 1).lower()}",)
+    return Basis(
+        f"registry.k8s.io/kube-scheduler:{version.tag}",
+        None,
+        flags,
+        "upstream's image for the API server's version (no kube-scheduler mirror pod is visible)",
+    )
+
+
+def configuration(profiles: list[dict[str, Any]]) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            "profiles": profiles,
+        },
+        sort_keys=False,
+    )
+
+
+def _binding_name(namespace: str, role: str) -> str:
+    return f"kep5004:{namespace}:{role}"
+
+
+def manifests(namespace: str, profiles: list[dict[str, Any]], base: Basis) -> list[Obj]:
+    """The ServiceAccount, its bindings to kube-scheduler's roles, the configuration and the pod."""
+    account = {"kind": "ServiceAccount", "name": NAME, "namespace": namespace}
+    bindings = [
+        labelled(
+            {
+                "apiVersion": RBAC_API,
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": _binding_name(namespace, role)},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [account],
+            }
+        )
+        for role in ROLES
+    ]
+    container = {
+        "name": CONTAINER,
+        "image": base.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": [CONTAINER, f"--config={CONFIG_DIR}/config.yaml", "--secure-port=0", *base.flags],
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
+    }
+    pod: Obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": NAME},
+        "spec": {
+            "serviceAccountName": NAME,
+            "tolerations": [{"operator": "Exists"}],  # the control-plane node's taints
+            "containers": [container],
+            "volumes": [{"name": "config", "configMap": {"name": NAME}}],
+        },
+    }
+    if base.node:
+        pod["spec"]["nodeName"] = base.node  # placed by no scheduler: the cluster's may be busy or down
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NAME}},
+        *bindings,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": NAME},
+            "data": {"config.yaml": configuration(profiles)},
+        },
+        pod,
+    ]
+
+
+class NotStarted(Exception):
+    """The suite's scheduler could not be created or does not schedule (the message says why)."""
+
+
+def _last_words(api: Api, namespace: str, previous: bool = False) -> str:
+    """Its log's error lines (klog's "E<mmdd> ", cobra's "Error:", which comes before the usage
+    text of a refused flag), else its last lines."""
+    try:
+        lines = api.logs(namespace, NAME, CONTAINER, previous=previous).strip().splitlines()
+    except Exception as err:  # not started yet, gone: say so instead
+        return f"no log ({err})"
+    return " | ".join([line for line in lines if ERROR_LINE.match(line)][:3] or lines[-5:])
+
+
+def _bound(api: Api, namespace: str, name: str) -> str | None:
+    """The node pod `name` is bound to; NotStarted once the scheduler has exited before that."""
+    node: str | None = ((api.get("v1", "Pod", name, namespace) or {}).get("spec") or {}).get("nodeName")
+    statuses = (pod(api, namespace).get("status") or {}).get("containerStatuses") or [{}]
+    if not node and statuses[0].get("restartCount", 0):
+        raise NotStarted(f"it exited before it bound pod {name}: {_last_words(api, namespace, previous=True)}")
+    return node
+
+
+def start(api: Api, namespace: str, profiles: list[dict[str, Any]], version: KubeVersion, canary: Obj) -> Basis:
+    """The suite's scheduler running `profiles` in `namespace`; returns once it has bound
+    `canary` (a pod any node takes) through the first profile, so that a scheduler that cannot
+    work (its informers forbidden, a flag it refuses) is told apart from the placements it makes."""
+    base = basis(api, version)
+    name = canary["metadata"]["name"]
+    canary["spec"]["schedulerName"] = profiles[0]["schedulerName"]
+    try:
+        for obj in manifests(namespace, profiles, base):
+            api.create(obj, None if obj["kind"] == "ClusterRoleBinding" else namespace)
+        pods.wait_running(api, namespace, NAME, timeout=START_TIMEOUT_S)
+        api.create(canary, namespace)
+        wait_for(
+            lambda: _bound(api, namespace, name),
+            timeout=START_TIMEOUT_S,
+            interval=0.25,
+            what=f"pod {name} to be bound by the suite's kube-scheduler",
+            describe=lambda: _last_words(api, namespace),
+        )
+        api.delete("v1", "Pod", name, namespace)
+    except NotStarted as err:
+        raise NotStarted(f"kube-scheduler {base.image} ({base.source}) in {namespace}: {err}") from None
+    except Exception as err:  # forbidden, image not pullable, not scheduling: the caller reports it
+        raise NotStarted(f"kube-scheduler {base.image} ({base.source}) in {namespace}: {err}") from err
+    return base
+
+
+def stop(api: Api, namespace: str) -> None:
+    """The pod and its bindings gone (the namespace takes the rest)."""
+    api.delete("v1", "Pod", NAME, namespace)
+    for role in ROLES:
+        api.delete(RBAC_API, "ClusterRoleBinding", _binding_name(namespace, role))
+
+
+def pod(api: Api, namespace: str) -> Obj:
+    found = api.get("v1", "Pod", NAME, namespace)
+    assert found, f"the suite's kube-scheduler pod {namespace}/{NAME} is gone"
+    return found

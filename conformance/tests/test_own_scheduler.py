@@ -1,0 +1,91 @@
+"""The scoring tests' own kube-scheduler without a cluster: what it takes from the cluster's, and
+the objects that run it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from conformance.lib.objects import own_scheduler
+from conformance.lib.objects.cleanup import LABEL
+from kube.versions import KubeVersion
+
+PROFILES = [{"schedulerName": "kep5004-x"}]
+
+
+class Api:
+    def __init__(self, mirror: dict[str, Any] | None, metrics: str = "") -> None:
+        self.mirror, self.metrics = mirror, metrics
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, **selectors: str) -> list[Any]:
+        assert (kind, namespace, selectors) == ("Pod", "kube-system", {"label_selector": "component=kube-scheduler"})
+        return [self.mirror] if self.mirror else []
+
+    def raw(self, path: str) -> str:
+        assert path == "/metrics"
+        return self.metrics
+
+
+def mirror(command: list[str]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "kube-scheduler-cp"},
+        "spec": {
+            "nodeName": "cp",
+            "containers": [{"image": "registry.k8s.io/kube-scheduler:v1.35.4", "command": command}],
+        },
+    }
+
+
+def test_the_cluster_schedulers_image_node_gates_and_emulated_version_carry_over_and_nothing_else():
+    base = own_scheduler.basis(
+        Api(
+            mirror(
+                [
+                    "kube-scheduler",
+                    "--kubeconfig=/etc/kubernetes/scheduler.conf",
+                    "--leader-elect=true",
+                    "--feature-gates=DRAExtendedResource=true",
+                    "--emulated-version=1.34",
+                ]
+            )
+        ),
+        KubeVersion(1, 35, 4),
+    )
+    assert (base.image, base.node) == ("registry.k8s.io/kube-scheduler:v1.35.4", "cp")
+    assert base.flags == ("--feature-gates=DRAExtendedResource=true", "--emulated-version=1.34")
+
+
+def test_without_a_mirror_pod_upstreams_image_and_the_api_servers_gate():
+    metrics = 'kubernetes_feature_enabled{name="DRAExtendedResource",stage="ALPHA"} 1\n'
+    base = own_scheduler.basis(Api(None, metrics), KubeVersion(1, 35, 4))
+    assert (base.image, base.node) == ("registry.k8s.io/kube-scheduler:v1.35.4", None)
+    assert base.flags == ("--feature-gates=DRAExtendedResource=true",)
+    assert own_scheduler.basis(Api(None, ""), KubeVersion(1, 37, 2)).flags == ()
+
+
+def test_it_runs_only_the_given_profiles_without_leader_election_or_serving():
+    base = own_scheduler.Basis("img", "cp", ("--feature-gates=A=true",), "test")
+    objs = {o["kind"] + "/" + o["metadata"]["name"]: o for o in own_scheduler.manifests("ns", PROFILES, base)}
+    config = yaml.safe_load(objs[f"ConfigMap/{own_scheduler.NAME}"]["data"]["config.yaml"])
+    assert config["profiles"] == PROFILES and config["leaderElection"] == {"leaderElect": False}
+    pod = objs[f"Pod/{own_scheduler.NAME}"]["spec"]
+    assert pod["nodeName"] == "cp" and pod["serviceAccountName"] == own_scheduler.NAME
+    assert pod["containers"][0]["command"][2:] == ["--secure-port=0", "--feature-gates=A=true"]
+    bindings = [o for o in objs.values() if o["kind"] == "ClusterRoleBinding"]
+    # cluster-scoped, so labelled for the sweep after an interrupted run
+    assert {b["roleRef"]["name"] for b in bindings} == set(own_scheduler.ROLES)
+    assert all(b["metadata"]["labels"][LABEL] == "true" for b in bindings)
+    assert all(
+        b["subjects"] == [{"kind": "ServiceAccount", "name": own_scheduler.NAME, "namespace": "ns"}] for b in bindings
+    )
+
+
+def test_a_refused_flag_is_told_by_its_error_line_not_the_usage_text_after_it():
+    log = "Error: unknown flag: --no-such-flag\nUsage:\n  kube-scheduler [flags]\n      --log-json-split-stream  errors to stderr\n"
+
+    class Logs:
+        def logs(self, namespace: str, pod: str, container: str, previous: bool = False) -> str:
+            return log
+
+    assert own_scheduler._last_words(Logs(), "ns") == "Error: unknown flag: --no-such-flag"  # type: ignore[arg-type]
