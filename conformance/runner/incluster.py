@@ -107,7 +107,7 @@ def manifest(profile_path: Path, image: str, namespace: str = NAME, disruptive: 
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": f"{NAME}:{namespace}", "labels": meta["labels"]},
-            "rules": permissions.cluster_role_rules(permissions.required(profile, disruptive)),
+            "rules": permissions.cluster_role_rules(permissions.granted(profile, disruptive)),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -33,7 +33,7 @@ def test_manifest_grants_exactly_the_checked_permissions_and_mounts_the_profile(
     }
     wanted = {
         (p.group, p.resource + (f"/{p.subresource}" if p.subresource else ""), p.name, p.verb)
-        for p in permissions.required(profiles.load(str(EXAMPLE)))
+        for p in permissions.granted(profiles.load(str(EXAMPLE)))
         if not p.path
     }
     assert granted == wanted

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 
 from conformance.lib.objects import own_scheduler
@@ -89,3 +90,32 @@ def test_a_refused_flag_is_told_by_its_error_line_not_the_usage_text_after_it():
             return log
 
     assert own_scheduler._last_words(Logs(), "ns") == "Error: unknown flag: --no-such-flag"  # type: ignore[arg-type]
+
+
+def test_a_refused_binding_is_one_line_and_leaves_no_binding_behind():
+    from kubernetes.dynamic.exceptions import ForbiddenError
+
+    class Refusing(Api):
+        created: list[tuple[str, str]] = []
+        deleted: list[tuple[str, str]] = []
+
+        def create(self, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+            if obj["kind"] == "ClusterRoleBinding" and self.created[-1][0] == "ClusterRoleBinding":
+                err = ForbiddenError(
+                    type("E", (), {"status": 403, "reason": "Forbidden", "body": None, "headers": {}})()
+                )
+                err.body = '{"message": "user cannot bind clusterrole system:volume-scheduler"}'
+                err.headers = {"Content-Type": "application/json"}
+                raise err
+            self.created.append((obj["kind"], obj["metadata"]["name"]))
+            return obj
+
+        def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
+            self.deleted.append((kind, name))
+
+    api = Refusing(mirror(["kube-scheduler"]))
+    canary = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "canary"}, "spec": {}}
+    with pytest.raises(own_scheduler.NotStarted, match="403 user cannot bind clusterrole system:volume-scheduler$"):
+        own_scheduler.start(api, "ns", PROFILES, KubeVersion(1, 37, 2), canary)  # type: ignore[arg-type]
+    bindings = [c for c in api.created if c[0] == "ClusterRoleBinding"]
+    assert bindings and api.deleted == bindings

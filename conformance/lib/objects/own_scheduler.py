@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from kubernetes.dynamic.exceptions import DynamicApiError
 
 from conformance.lib.objects import pods
 from conformance.lib.objects.cleanup import labelled
@@ -165,15 +166,17 @@ def _bound(api: Api, namespace: str, name: str) -> str | None:
 def start(api: Api, namespace: str, profiles: list[dict[str, Any]], version: KubeVersion, canary: Obj) -> Basis:
     """The suite's scheduler running `profiles` in `namespace`; returns once it has bound
     `canary` (a pod any node takes) through the first profile, so that a scheduler that cannot
-    work (its informers forbidden, a flag it refuses) is told apart from the placements it makes."""
+    work (its informers forbidden, a flag it refuses) is told apart from the placements it makes.
+    NotStarted leaves nothing of it behind."""
     base = basis(api, version)
     name = canary["metadata"]["name"]
     canary["spec"]["schedulerName"] = profiles[0]["schedulerName"]
+    created: list[Obj] = []
     try:
-        for obj in manifests(namespace, profiles, base):
-            api.create(obj, None if obj["kind"] == "ClusterRoleBinding" else namespace)
+        for obj in [*manifests(namespace, profiles, base), canary]:
+            api.create(obj, None if _cluster_scoped(obj) else namespace)
+            created.append(obj)
         pods.wait_running(api, namespace, NAME, timeout=START_TIMEOUT_S)
-        api.create(canary, namespace)
         wait_for(
             lambda: _bound(api, namespace, name),
             timeout=START_TIMEOUT_S,
@@ -182,18 +185,34 @@ def start(api: Api, namespace: str, profiles: list[dict[str, Any]], version: Kub
             describe=lambda: _last_words(api, namespace),
         )
         api.delete("v1", "Pod", name, namespace)
-    except NotStarted as err:
-        raise NotStarted(f"kube-scheduler {base.image} ({base.source}) in {namespace}: {err}") from None
     except Exception as err:  # forbidden, image not pullable, not scheduling: the caller reports it
-        raise NotStarted(f"kube-scheduler {base.image} ({base.source}) in {namespace}: {err}") from err
+        _delete(api, namespace, created)
+        why = (
+            err
+            if isinstance(err, NotStarted)
+            else f"{err.status} {err.summary()}"  # the API server's message, not its headers
+            if isinstance(err, DynamicApiError)
+            else f"{type(err).__name__}: {err}"
+        )
+        raise NotStarted(f"kube-scheduler {base.image} ({base.source}) in {namespace}: {why}") from None
     return base
+
+
+def _cluster_scoped(obj: Obj) -> bool:
+    return bool(obj["kind"] == "ClusterRoleBinding")
+
+
+def _delete(api: Api, namespace: str, objs: list[Obj]) -> None:
+    """The pods and bindings among `objs` gone (the namespace takes the rest)."""
+    for obj in reversed(objs):
+        if obj["kind"] in ("Pod", "ClusterRoleBinding"):
+            where = None if _cluster_scoped(obj) else namespace
+            api.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], where)
 
 
 def stop(api: Api, namespace: str) -> None:
     """The pod and its bindings gone (the namespace takes the rest)."""
-    api.delete("v1", "Pod", NAME, namespace)
-    for role in ROLES:
-        api.delete(RBAC_API, "ClusterRoleBinding", _binding_name(namespace, role))
+    _delete(api, namespace, manifests(namespace, [], Basis("", None, (), "")))
 
 
 def pod(api: Api, namespace: str) -> Obj:

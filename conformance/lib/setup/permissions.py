@@ -81,11 +81,16 @@ REQUIRED: tuple[Permission, ...] = (
         for v in ("create", "list", "delete")
     ),
     Permission("create", "bindings", why="ALLOC-8 sees its binding refusal in force before relying on it"),
-    # SCORE-1/2: a kube-scheduler of the suite's own, with kube-scheduler's roles
+    Permission("list", "clusterrolebindings", RBAC, why="the sweep: the scoring tests' kube-scheduler holds roles"),
+)
+# Granted by the generated ClusterRole, not asked for before a run: without them the scoring tests
+# (SCORE-1/2), whose kube-scheduler of the suite's own needs kube-scheduler's roles, are `not
+# tested`, with the refusal as the reason.
+OWN_SCHEDULER = (
     *(Permission("create", kind, why="SCORE-1/2: the scoring tests' kube-scheduler") for kind in OWN_SCHEDULER_KINDS),
     *(
         Permission(v, "clusterrolebindings", RBAC, why="SCORE-1/2: the scoring tests' kube-scheduler holds its roles")
-        for v in ("create", "list", "delete")
+        for v in ("create", "delete")
     ),
     *(
         Permission("bind", "clusterroles", RBAC, name=role, why="SCORE-1/2: the scoring tests' kube-scheduler")
@@ -154,6 +159,12 @@ def _allowed(api: Api, p: Permission) -> bool:
 
 def missing(api: Api, needed: tuple[Permission, ...]) -> list[Permission]:
     return [p for p in needed if not _allowed(api, p)]
+
+
+def granted(profile: Profile, disruptive: bool = False) -> tuple[Permission, ...]:
+    """What the generated ClusterRole grants: what the suite needs, and what the scoring tests
+    use where they may."""
+    return required(profile, disruptive) + OWN_SCHEDULER
 
 
 def cluster_role_rules(needed: tuple[Permission, ...]) -> list[dict[str, list[str]]]:

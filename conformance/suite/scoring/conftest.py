@@ -84,7 +84,6 @@ def scoring_scheduler(request: pytest.FixtureRequest, target: Target, module_nam
     try:
         own_scheduler.start(target.api, module_namespace, scheduler_profiles(p), target.version, canary)
     except own_scheduler.NotStarted as err:
-        own_scheduler.stop(target.api, module_namespace)
         pytest.skip(f"not tested: the scoring tests' own kube-scheduler did not start: {err}")
     yield
     if not request.config.getoption("--keep"):
