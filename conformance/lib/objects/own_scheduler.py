@@ -190,7 +190,8 @@ def start(api: Api, namespace: str, profiles: list[dict[str, Any]], version: Kub
         why = (
             err
             if isinstance(err, NotStarted)
-            else f"{err.status} {err.summary()}"  # the API server's message, not its headers
+            # the API server's message (its first line: RBAC goes on to list every rule not held)
+            else f"{err.status} {str(err.summary()).splitlines()[0]}"
             if isinstance(err, DynamicApiError)
             else f"{type(err).__name__}: {err}"
         )
