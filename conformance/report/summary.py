@@ -192,7 +192,25 @@ def _why_untested(req: Requirement, context: dict[str, Any], skips: list[str]) -
     ran = {st["stage"] for st in context.get("stages", [])}
     if stage and context.get("stages") is not None and stage not in ran:
         return [f"the {stage} stage, which checks it, did not run here"]
+    ended = _ended_early(context)
+    if stage in ended:
+        return [f"the {stage} stage, which checks it, ended early ({ended[stage]}) before a test of it reported"]
+    if ended:  # the ID's stage is not known here: say which stages may have held its test
+        return [
+            "no test of it reported; stages that ended early: "
+            + ", ".join(f"{name} ({why})" for name, why in ended.items())
+        ]
     return []
+
+
+def _ended_early(context: dict[str, Any]) -> dict[str, str]:
+    """Stages of the run that stopped before their last test (interrupted, crashed, refused their
+    arguments): name -> the error, or pytest's exit code. Failed tests (exit 1) end a stage in time."""
+    return {
+        st["stage"]: str(st.get("error") or f"exit {st.get('exit')}")
+        for st in context.get("stages", [])
+        if st.get("error") or st.get("exit", 0) not in (*CLEAN_EXITS, TESTS_FAILED)
+    }
 
 
 def verdicts(records: list[dict[str, Any]], context: dict[str, Any] | None = None) -> list[Verdict]:
@@ -240,6 +258,7 @@ COLUMNS = (PASSED, FAILED, DEVIATES, OBSERVED, NOT_APPLICABLE, ERROR, NOT_TESTED
 # pytest's exit codes of a stage that ran clean: 5 when -k selected none of its tests.
 NOTHING_SELECTED = 5
 CLEAN_EXITS = (0, NOTHING_SELECTED)
+TESTS_FAILED = 1
 CERTIFIED, NOT_CERTIFIED, INCOMPLETE = "certified", "not certified", "incomplete"
 CERTIFIED_IMPLICIT = "certified for the implicit name only"
 

@@ -241,6 +241,16 @@ def test_a_stage_that_did_not_run_is_the_reason_its_ids_are_not_tested():
     assert got["MIXED-1"].reasons == ["the mixed stage, which checks it, did not run here"]
 
 
+def test_a_stage_that_ended_early_is_the_reason_its_unreported_ids_are_not_tested():
+    stages = [{"stage": "parallel", "exit": 1}, {"stage": "mixed", "exit": 130, "error": "interrupted"}]
+    got = by_id([], {**V137, "stages": stages})
+    assert got["KEP-5"].reasons == [
+        "the mixed stage, which checks it, ended early (interrupted) before a test of it reported"
+    ]
+    # a stage whose tests failed ran to its end: only the interrupted one is named
+    assert got["ALLOC-1"].reasons == ["no test of it reported; stages that ended early: mixed (interrupted)"]
+
+
 def test_a_clause_not_tested_keeps_an_otherwise_held_id_from_passed():
     got = by_id(
         [
