@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from kubernetes.dynamic.exceptions import DynamicApiError
 
+from clusters import health
 from conformance.lib.objects import pods
 from conformance.lib.objects.cleanup import labelled
 from kube import metrics
@@ -53,7 +54,7 @@ class Basis:
 
 
 def basis(api: Api, version: KubeVersion) -> Basis:
-    mirror = next(iter(api.list("v1", "Pod", "kube-system", label_selector=f"component={CONTAINER}")), None)
+    mirror = health.static_pod(api, CONTAINER)
     if mirror:
         container = mirror["spec"]["containers"][0]
         flags = tuple(a for a in container.get("command") or [] if a.startswith(DECIDING_FLAGS))
@@ -157,8 +158,7 @@ def _last_words(api: Api, namespace: str, previous: bool = False) -> str:
 def _bound(api: Api, namespace: str, name: str) -> str | None:
     """The node pod `name` is bound to; NotStarted once the scheduler has exited before that."""
     node: str | None = ((api.get("v1", "Pod", name, namespace) or {}).get("spec") or {}).get("nodeName")
-    statuses = (pod(api, namespace).get("status") or {}).get("containerStatuses") or [{}]
-    if not node and statuses[0].get("restartCount", 0):
+    if not node and container_status(api, namespace).get("restartCount", 0):
         raise NotStarted(f"it exited before it bound pod {name}: {_last_words(api, namespace, previous=True)}")
     return node
 
@@ -216,7 +216,9 @@ def stop(api: Api, namespace: str) -> None:
     _delete(api, namespace, manifests(namespace, [], Basis("", None, (), "")))
 
 
-def pod(api: Api, namespace: str) -> Obj:
+def container_status(api: Api, namespace: str) -> dict[str, Any]:
+    """The status of the suite's kube-scheduler container ({} before it has one)."""
     found = api.get("v1", "Pod", NAME, namespace)
     assert found, f"the suite's kube-scheduler pod {namespace}/{NAME} is gone"
-    return found
+    statuses: list[dict[str, Any]] = (found.get("status") or {}).get("containerStatuses") or [{}]
+    return statuses[0]

@@ -189,8 +189,8 @@ def _panic(api: Api, namespace: str) -> str | None:
 
 def _ends(api: Api, namespace: str) -> int:
     """How often the suite's kube-scheduler container has ended: its restarts, plus one while it is down."""
-    statuses = (own_scheduler.pod(api, namespace).get("status") or {}).get("containerStatuses") or [{}]
-    return statuses[0].get("restartCount", 0) + (0 if "running" in (statuses[0].get("state") or {}) else 1)
+    status = own_scheduler.container_status(api, namespace)
+    return status.get("restartCount", 0) + (0 if "running" in (status.get("state") or {}) else 1)
 
 
 def _in_balanced_allocation(panic: str | None) -> bool:
