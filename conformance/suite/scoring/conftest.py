@@ -18,14 +18,25 @@ from conformance.suite.conftest import Target
 MOST_ALLOCATED = "kep5004-most-allocated"  # NodeResourcesFit alone, packing, the DRA-backed name listed
 LEAST_ALLOCATED = "kep5004-least-allocated"  # NodeResourcesFit alone, spreading, the DRA-backed name listed
 CPU_MEMORY_ONLY = "kep5004-cpu-memory-only"  # NodeResourcesFit alone, packing, the default resource list
-BALANCED = "kep5004-balanced"  # BalancedAllocation alone, the DRA-backed name listed
-BALANCED_CPU_MEMORY = "kep5004-balanced-cpu-memory"  # BalancedAllocation alone, its default list
+BALANCED = "kep5004-balanced"  # BalancedAllocation, the DRA-backed name listed, and a NodeAffinity tie-breaker
+BALANCED_CPU_MEMORY = "kep5004-balanced-cpu-memory"  # BalancedAllocation, its default list, and the tie-breaker
 DRA_SCORE_ONLY = "kep5004-dynamic-resources-score"  # DynamicResources, and a NodeAffinity tie-breaker
 # The DRA-backed name outweighs cpu and memory, so that where a pod lands shows whether it was scored.
 NAME_WEIGHT = 100
-# DynamicResources' score outweighs a node preference: any difference in its normalized score
-# (1 of 100 at the least) decides over the preference (100 of 100, weight 1).
-DRA_SCORE_WEIGHT = 100
+# The weight of a plugin under test beside a NodeAffinity preference (weight 1): its smallest
+# difference between two nodes (1 point of 100) outweighs the preference (100 points), so the
+# preference decides only where the plugin scores both nodes alike (or not at all).
+DECIDING_WEIGHT = 200
+
+
+def _beside_preference(plugin: str) -> dict:
+    """Score plugins: `plugin` alone at DECIDING_WEIGHT, and NodeAffinity for a pod's preference."""
+    return {
+        "score": {
+            "disabled": [{"name": "*"}],
+            "enabled": [{"name": plugin, "weight": DECIDING_WEIGHT}, {"name": "NodeAffinity", "weight": 1}],
+        }
+    }
 
 
 def _fit_only(name: str, strategy: str, resources: list[dict]) -> dict:
@@ -41,12 +52,7 @@ def _fit_only(name: str, strategy: str, resources: list[dict]) -> dict:
 def _balanced_only(name: str, resources: list[dict]) -> dict:
     return {
         "schedulerName": name,
-        "plugins": {
-            "score": {
-                "disabled": [{"name": "*"}],
-                "enabled": [{"name": "NodeResourcesBalancedAllocation", "weight": 1}],
-            }
-        },
+        "plugins": _beside_preference("NodeResourcesBalancedAllocation"),
         # BalancedAllocation accepts weight 1 only: it compares fractions, it does not add them up.
         "pluginConfig": [{"name": "NodeResourcesBalancedAllocation", "args": {"resources": resources}}],
     }
@@ -61,18 +67,7 @@ def scheduler_profiles(profile: Profile) -> list[dict]:
         _fit_only(CPU_MEMORY_ONLY, "MostAllocated", default_list),
         _balanced_only(BALANCED, [*default_list, {"name": profile.extended_resource_name, "weight": 1}]),
         _balanced_only(BALANCED_CPU_MEMORY, default_list),
-        {
-            "schedulerName": DRA_SCORE_ONLY,
-            "plugins": {
-                "score": {
-                    "disabled": [{"name": "*"}],
-                    "enabled": [
-                        {"name": "DynamicResources", "weight": DRA_SCORE_WEIGHT},
-                        {"name": "NodeAffinity", "weight": 1},
-                    ],
-                }
-            },
-        },
+        {"schedulerName": DRA_SCORE_ONLY, "plugins": _beside_preference("DynamicResources")},
     ]
 
 
