@@ -155,9 +155,15 @@ class Api:
         sent with this client's own credentials: how a component that listens on its node's
         loopback only (kube-controller-manager under kubeadm) is read without a shell on the node.
         The component's certificate is self-signed, so it is not verified. Non-2xx raises ApiException."""
-        forward = portforward(
-            CoreV1Api(self.client).connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port)
-        )
+        try:
+            forward = portforward(
+                CoreV1Api(self.client).connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port)
+            )
+        except ApiException as err:
+            # A refused websocket handshake comes with every response header after " -+-+- ":
+            # the status says it all.
+            status = str(err.reason).split(" -+-+- ", 1)[0]
+            raise ApiException(status=err.status, reason=f"port-forward to {namespace}/{pod}: {status}") from err
         config = self.client.configuration
         context = ssl.create_default_context()
         context.check_hostname, context.verify_mode = False, ssl.CERT_NONE

@@ -91,9 +91,7 @@ def test_the_claims_gauge_counts_special_claims_under_their_source(
     try:
         page()
     except ApiException as err:
-        check.not_tested(
-            "KEP-7", f"kube-controller-manager's /metrics not readable through a port-forward: {err.reason}"
-        )
+        check.not_tested("KEP-7", f"kube-controller-manager's /metrics not readable: {err.reason}")
         return
     # One pod served through the name (a special claim), one through an ordinary claim of the class.
     scenario.run_pod_and_verify(

@@ -97,6 +97,16 @@ OWN_SCHEDULER = (
         for role in own_scheduler.ROLES
     ),
 )
+# Granted by the generated ClusterRole, not asked for before a run: KEP-7 reads the leading
+# kube-controller-manager's /metrics through a port-forward to its pod (a websocket GET, create
+# for SPDY, like exec); without them KEP-7 is `not tested`, saying which read was refused.
+CONTROLLER_METRICS = (
+    *(
+        Permission(v, "pods", subresource="portforward", why="KEP-7: kube-controller-manager's metrics")
+        for v in ("create", "get")
+    ),
+    Permission("get", "leases", "coordination.k8s.io", why="KEP-7: which kube-controller-manager leads"),
+)
 # Only for profiles with the nodeModes capability: the migration tests move a node between the
 # device plugin and DRA by relabelling it.
 RELABEL_NODES = Permission("patch", "nodes", why="nodeModes: the migration tests relabel nodes")
@@ -163,8 +173,8 @@ def missing(api: Api, needed: tuple[Permission, ...]) -> list[Permission]:
 
 def granted(profile: Profile, disruptive: bool = False) -> tuple[Permission, ...]:
     """What the generated ClusterRole grants: what the suite needs, and what the scoring tests
-    use where they may."""
-    return required(profile, disruptive) + OWN_SCHEDULER
+    and KEP-7 use where they may."""
+    return required(profile, disruptive) + OWN_SCHEDULER + CONTROLLER_METRICS
 
 
 def cluster_role_rules(needed: tuple[Permission, ...]) -> list[dict[str, list[str]]]:
