@@ -72,7 +72,11 @@ def test_it_runs_only_the_given_profiles_without_leader_election_or_serving():
     assert config["profiles"] == PROFILES and config["leaderElection"] == {"leaderElect": False}
     pod = objs[f"Pod/{own_scheduler.NAME}"]["spec"]
     assert pod["nodeName"] == "cp" and pod["serviceAccountName"] == own_scheduler.NAME
-    assert pod["containers"][0]["command"][2:] == ["--secure-port=0", "--feature-gates=A=true"]
+    assert pod["containers"][0]["command"][2:] == [
+        "--secure-port=0",
+        own_scheduler.SCORE_LOGGING,
+        "--feature-gates=A=true",
+    ]
     bindings = [o for o in objs.values() if o["kind"] == "ClusterRoleBinding"]
     # cluster-scoped, so labelled for the sweep after an interrupted run
     assert {b["roleRef"]["name"] for b in bindings} == set(own_scheduler.ROLES)
@@ -90,6 +94,30 @@ def test_a_refused_flag_is_told_by_its_error_line_not_the_usage_text_after_it():
             return log
 
     assert own_scheduler._last_words(Logs(), "ns") == "Error: unknown flag: --no-such-flag"  # type: ignore[arg-type]
+
+
+def test_a_pods_scores_are_read_per_node_and_plugin_the_last_attempt_counting():
+    line = (
+        'I1207 22:25:44.96 1 schedule_one.go:984] "Plugin scored node for pod" pod="{}" plugin="{}" node="{}" score={}'
+    )
+    log = "\n".join(
+        line.format(*fields)
+        for fields in (
+            ("ns/p", "NodeResourcesBalancedAllocation", "w1", 70),
+            ("ns/p", "NodeResourcesBalancedAllocation", "w1", 73),  # a later attempt
+            ("ns/p", "NodeAffinity", "w1", 100),
+            ("ns/p", "NodeResourcesBalancedAllocation", "w2", 74),
+            ("ns/other", "NodeResourcesBalancedAllocation", "w2", 99),
+        )
+    )
+
+    class Logs:
+        def logs(self, namespace: str, pod: str, container: str, previous: bool = False) -> str:
+            return log
+
+    found = own_scheduler.scores(Logs(), "ns", "p")  # type: ignore[arg-type]
+    assert found == "w1: NodeAffinity 100, NodeResourcesBalancedAllocation 73; w2: NodeResourcesBalancedAllocation 74"
+    assert own_scheduler.scores(Logs(), "ns", "unscored").startswith("none logged")  # type: ignore[arg-type]
 
 
 def test_a_refused_binding_is_one_line_and_leaves_no_binding_behind():

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import DynamicApiError
 
 from clusters import health
@@ -41,6 +42,13 @@ CONFIG_DIR = "/etc/kep5004-scheduler"
 DECIDING_FLAGS = ("--feature-gates=", "--emulated-version=")
 START_TIMEOUT_S = 180
 ERROR_LINE = re.compile(r"Error:|E\d{4} ")
+# Each plugin's score of each node for each pod, logged at level 10 by schedule_one.go: that file
+# alone at that level, so that a placement the suite finds wrong can show what decided it.
+SCORE_LOGGING = "--vmodule=schedule_one=10"
+SCORE_LINE = re.compile(
+    r'"Plugin scored node for pod" pod="(?P<pod>[^"]+)" plugin="(?P<plugin>[^"]+)" '
+    r'node="(?P<node>[^"]+)" score=(?P<score>-?\d+)'
+)
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,7 @@ def manifests(namespace: str, profiles: list[dict[str, Any]], base: Basis) -> li
         "name": CONTAINER,
         "image": base.image,
         "imagePullPolicy": "IfNotPresent",
-        "command": [CONTAINER, f"--config={CONFIG_DIR}/config.yaml", "--secure-port=0", *base.flags],
+        "command": [CONTAINER, f"--config={CONFIG_DIR}/config.yaml", "--secure-port=0", SCORE_LOGGING, *base.flags],
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": 65532,
@@ -214,6 +222,25 @@ def _delete(api: Api, namespace: str, objs: list[Obj]) -> None:
 def stop(api: Api, namespace: str) -> None:
     """The pod and its bindings gone (the namespace takes the rest)."""
     _delete(api, namespace, manifests(namespace, [], Basis("", None, (), "")))
+
+
+def scores(api: Api, namespace: str, pod: str) -> str:
+    """The suite's scheduler's last scores for pod `pod`, per node and plugin ("node-a:
+    NodeAffinity 100, NodeResourcesFit 8; node-b: …"), or why there are none."""
+    try:
+        log = api.logs(namespace, NAME, CONTAINER)
+    except ApiException as err:
+        return f"no log of the suite's kube-scheduler ({err.status} {err.reason})"
+    by_node: dict[str, dict[str, int]] = {}
+    for line in SCORE_LINE.finditer(log):
+        if line["pod"] == f"{namespace}/{pod}":
+            by_node.setdefault(line["node"], {})[line["plugin"]] = int(line["score"])
+    if not by_node:
+        return "none logged (kube-scheduler scores nothing where one node is feasible)"
+    return "; ".join(
+        f"{node}: " + ", ".join(f"{plugin} {score}" for plugin, score in sorted(plugins.items()))
+        for node, plugins in sorted(by_node.items())
+    )
 
 
 def container_status(api: Api, namespace: str) -> dict[str, Any]:

@@ -113,6 +113,11 @@ def _landing(
     return pods.landing(target.api, namespace, pod, timeout=timeout, hopeless=hopeless)["spec"]["nodeName"]
 
 
+def _scores(target: Target, namespace: str, pod: str) -> str:
+    """What decided where `pod` went, for a failure's message."""
+    return f"the suite's kube-scheduler scored: {own_scheduler.scores(target.api, namespace, pod)}"
+
+
 @pytest.mark.requirement("SCORE-1")
 def test_listed_name_decides_most_and_least_allocated(
     check: Checks, target: Target, module_namespace: str, unequal: Unequal
@@ -126,7 +131,8 @@ def test_listed_name_decides_most_and_least_allocated(
             node = _landing(target, module_namespace, pod, scheduler)
             assert node == expected, (
                 f"with {name} among NodeResourcesFit's scored resources, {why} ({expected}); "
-                f"pod {pod} landed on {node} (the node with cpu ballast is {unequal.ballast})"
+                f"pod {pod} landed on {node} (the node with cpu ballast is {unequal.ballast}); "
+                f"{_scores(target, module_namespace, pod)}"
             )
 
 
@@ -137,7 +143,8 @@ def test_unlisted_name_does_not_count(check: Checks, target: Target, module_name
         node = _landing(target, module_namespace, "cpu-memory", CPU_MEMORY_ONLY)
         assert node == unequal.ballast, (
             f"with the default scored resources (cpu, memory), MostAllocated must follow the cpu ballast on "
-            f"{unequal.ballast}; pod cpu-memory landed on {node}, where {name}'s devices are in use"
+            f"{unequal.ballast}; pod cpu-memory landed on {node}, where {name}'s devices are in use; "
+            f"{_scores(target, module_namespace, 'cpu-memory')}"
         )
 
 
@@ -152,13 +159,12 @@ def test_dynamic_resources_scores_extended_resources_nothing(
             pod = f"prefers-{'seeded' if preferred == unequal.seeded else 'ballast'}-{i}"
             node = _landing(target, module_namespace, pod, DRA_SCORE_ONLY, prefer=preferred)
             landed.append(f"{pod} on {node}")
-            check.that(
-                "SCORE-2",
-                node == preferred,
-                f"with DynamicResources scoring at weight {DECIDING_WEIGHT} and a NodeAffinity preference "
-                f"(weight 1) for {preferred} ({state[preferred]}), pod {pod} landed on {node} ({state[node]}): "
-                f"DynamicResources' score counts the devices",
-            )
+            with check("SCORE-2"):
+                assert node == preferred, (
+                    f"with DynamicResources scoring at weight {DECIDING_WEIGHT} and a NodeAffinity preference "
+                    f"(weight 1) for {preferred} ({state[preferred]}), pod {pod} landed on {node} ({state[node]}): "
+                    f"DynamicResources' score counts the devices; {_scores(target, module_namespace, pod)}"
+                )
     check.observe("SCORE-2", "; ".join(landed))
 
 
@@ -263,9 +269,8 @@ def test_balanced_allocation_balances_the_listed_name(
                     f"stayed unbound: {panic}",
                 )
             continue
-        check.that(
-            "SCORE-1",
-            node == expected,
-            f"BalancedAllocation: {why}, so pod {pod} should land on {expected}; it landed on {node} "
-            f"(seeded: {unequal.seeded}, ballast: {unequal.ballast})",
-        )
+        with check("SCORE-1"):
+            assert node == expected, (
+                f"BalancedAllocation: {why}, so pod {pod} should land on {expected}; it landed on {node} "
+                f"(seeded: {unequal.seeded}, ballast: {unequal.ballast}); {_scores(target, module_namespace, pod)}"
+            )
