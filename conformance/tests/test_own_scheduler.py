@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes.client.exceptions import ApiException
 
 from conformance.lib.objects import own_scheduler
 from conformance.lib.objects.cleanup import LABEL
@@ -118,6 +119,40 @@ def test_a_pods_scores_are_read_per_node_and_plugin_the_last_attempt_counting():
     found = own_scheduler.scores(Logs(), "ns", "p")  # type: ignore[arg-type]
     assert found == "w1: NodeAffinity 100, NodeResourcesBalancedAllocation 73; w2: NodeResourcesBalancedAllocation 74"
     assert own_scheduler.scores(Logs(), "ns", "unscored").startswith("none logged")  # type: ignore[arg-type]
+
+
+def test_a_panic_is_read_from_the_instance_whose_frames_name_the_culprit():
+    """The instance crashing now may have logged its panic line but not yet its stack (run 12 of
+    2026-12-07 failed SCORE-1 so: BUG-12's panic seen, then read again without its frames)."""
+    full = (
+        "I1207 starting\npanic: runtime error: invalid memory address [recovered, repanicked]\n\n"
+        "goroutine 1 [running]:\n"
+        "k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources.(*resourceAllocationScorer).score(0xc0)\n"
+        "\t/go/src/k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources/resource_allocation.go:158 +0x1\n"
+        "k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources.(*BalancedAllocation).Score(0xc0)\n"
+        "\t/go/src/k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go:169 +0x2\n"
+    )
+    partial = "I1207 starting\npanic: runtime error: invalid memory address [recovered, repanicked]\n"
+
+    class Logs:
+        def __init__(self, current: str, previous: str | None) -> None:
+            self.current, self.previous = current, previous
+
+        def logs(self, namespace: str, pod: str, container: str, previous: bool = False) -> str:
+            if not previous:
+                return self.current
+            if self.previous is None:
+                raise ApiException(status=400, reason="previous terminated container not found")
+            return self.previous
+
+    found = own_scheduler.panic(Logs(partial, full), "ns", "BalancedAllocation")  # type: ignore[arg-type]
+    assert found == (
+        "panic: runtime error: invalid memory address [recovered, repanicked]"
+        " ; k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources.(*resourceAllocationScorer).score"
+        " ; k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources.(*BalancedAllocation).Score"
+    )
+    assert own_scheduler.panic(Logs(partial, None), "ns", "BalancedAllocation") == partial.splitlines()[1]  # type: ignore[arg-type]
+    assert own_scheduler.panic(Logs("I1207 fine\n", None), "ns", "BalancedAllocation") is None  # type: ignore[arg-type]
 
 
 def test_a_refused_binding_is_one_line_and_leaves_no_binding_behind():

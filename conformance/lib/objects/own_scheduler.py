@@ -243,6 +243,39 @@ def scores(api: Api, namespace: str, pod: str) -> str:
     )
 
 
+def _panic_in(log: str) -> str | None:
+    """The panic in `log` and the scheduler's plugin frames of its stack ("panic: … ; <function> ; …"),
+    or None."""
+    lines = [line.strip() for line in log.splitlines()]
+    start = next((i for i, line in enumerate(lines) if line.startswith("panic:")), None)
+    if start is None:
+        return None
+    # A frame is a function line, then its file and line (ending in ".go:<n> +0x..").
+    frames = [
+        line.split("(0x", 1)[0]
+        for line in lines[start + 1 : start + 80]
+        if "/scheduler/framework/plugins/" in line and ".go:" not in line
+    ]
+    return " ; ".join([lines[start], *frames[:10]])
+
+
+def panic(api: Api, namespace: str, culprit: str) -> str | None:
+    """The panic that ended the suite's kube-scheduler, from the log of the instance that runs or
+    ran last, or of the one before it; of the two, the one whose frames name `culprit`: the log of
+    an instance still crashing may show the panic line before its frames. None: neither panicked.
+    (A crashing container waits in the kubelet's back-off, so its restart count is no sign of
+    when it ended.)"""
+    found = []
+    for previous in (False, True):
+        try:
+            log = api.logs(namespace, NAME, CONTAINER, previous=previous)
+        except ApiException:
+            continue  # no earlier instance
+        if (text := _panic_in(log)) is not None:
+            found.append(text)
+    return next((p for p in found if culprit in p), found[0] if found else None)
+
+
 def container_status(api: Api, namespace: str) -> dict[str, Any]:
     """The status of the suite's kube-scheduler container ({} before it has one)."""
     found = api.get("v1", "Pod", NAME, namespace)

@@ -32,7 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from conformance.lib.checks import Checks
 from conformance.lib.objects import own_scheduler, pods
@@ -54,6 +53,7 @@ pytestmark = [pytest.mark.serial, pytest.mark.usefixtures("scoring_scheduler")]
 BALLAST_SHARE = 0.25  # of the ballast node's allocatable cpu
 BALANCED_WAIT_S = 60  # a scheduler that crashes on the pod never binds it (the wait ends at the crash)
 PREFERENCE_ROUNDS = 2  # pods preferring each node
+BALANCED_ALLOCATION = "BalancedAllocation"  # in the frames of BUG-12's panic
 
 
 @dataclass(frozen=True)
@@ -168,29 +168,6 @@ def test_dynamic_resources_scores_extended_resources_nothing(
     check.observe("SCORE-2", "; ".join(landed))
 
 
-def _panic(api: Api, namespace: str) -> str | None:
-    """The panic that ended the suite's kube-scheduler, from the log of its container if that
-    exited, or of the instance before it; None when neither ended in one. (A crashing container
-    waits in the kubelet's back-off, so its restart count is no sign of when it ended.)"""
-    for previous in (False, True):
-        try:
-            log = api.logs(namespace, own_scheduler.NAME, own_scheduler.CONTAINER, previous=previous)
-        except ApiException:
-            continue  # no earlier instance
-        lines = [line.strip() for line in log.splitlines()]
-        start = next((i for i, line in enumerate(lines) if line.startswith("panic:")), None)
-        if start is not None:
-            # The panic and the scheduler's own frames of its stack (the plugin that crashed).
-            # (A frame is a function line, then its file and line: the latter end in ".go:<n> +0x..".)
-            frames = [
-                line.split("(0x", 1)[0]
-                for line in lines[start + 1 : start + 80]
-                if "/scheduler/framework/plugins/" in line and ".go:" not in line
-            ]
-            return " ; ".join([lines[start], *frames[:10]])
-    return None
-
-
 def _ends(api: Api, namespace: str) -> int:
     """How often the suite's kube-scheduler container has ended: its restarts, plus one while it is down."""
     status = own_scheduler.container_status(api, namespace)
@@ -198,8 +175,8 @@ def _ends(api: Api, namespace: str) -> int:
 
 
 def _in_balanced_allocation(panic: str | None) -> bool:
-    """Whether `panic` (from _panic) crashed in the BalancedAllocation plugin's frames."""
-    return panic is not None and "BalancedAllocation" in panic
+    """Whether `panic` (from own_scheduler.panic) crashed in the BalancedAllocation plugin's frames."""
+    return panic is not None and BALANCED_ALLOCATION in panic
 
 
 def _crashed_in_balanced_allocation(api: Api, namespace: str) -> Callable[[], str | None]:
@@ -211,7 +188,7 @@ def _crashed_in_balanced_allocation(api: Api, namespace: str) -> Callable[[], st
     def probe() -> str | None:
         if _ends(api, namespace) == before:
             return None
-        panic = _panic(api, namespace)
+        panic = own_scheduler.panic(api, namespace, BALANCED_ALLOCATION)
         return panic if _in_balanced_allocation(panic) else None
 
     return probe
@@ -252,7 +229,7 @@ def test_balanced_allocation_balances_the_listed_name(
                 prefer=unequal.seeded,
             )
         except (WaitTimeout, pods.Abandoned) as err:
-            panic = _panic(api, module_namespace)
+            panic = own_scheduler.panic(api, module_namespace, BALANCED_ALLOCATION)
             api.delete("v1", "Pod", pod, module_namespace)  # while it waits, a crashing scheduler crashes again
             if not _in_balanced_allocation(panic):
                 check.that(
