@@ -83,9 +83,10 @@ REQUIRED: tuple[Permission, ...] = (
     Permission("create", "bindings", why="ALLOC-8 sees its binding refusal in force before relying on it"),
     Permission("list", "clusterrolebindings", RBAC, why="the sweep: the scoring tests' kube-scheduler holds roles"),
 )
-# Granted by the generated ClusterRole, not asked for before a run: without them the scoring tests
-# (SCORE-1/2), whose kube-scheduler of the suite's own needs kube-scheduler's roles, are `not
-# tested`, with the refusal as the reason.
+# The next two groups are granted by the generated ClusterRole but not asked for before a run:
+# without them the requirements named are `not tested`, with the refusal as the reason.
+#
+# SCORE-1/2: the scoring tests' kube-scheduler of the suite's own needs kube-scheduler's roles.
 OWN_SCHEDULER = (
     *(Permission("create", kind, why="SCORE-1/2: the scoring tests' kube-scheduler") for kind in OWN_SCHEDULER_KINDS),
     *(
@@ -97,9 +98,8 @@ OWN_SCHEDULER = (
         for role in own_scheduler.ROLES
     ),
 )
-# Granted by the generated ClusterRole, not asked for before a run: KEP-7 reads the leading
-# kube-controller-manager's /metrics through a port-forward to its pod (a websocket GET, create
-# for SPDY, like exec); without them KEP-7 is `not tested`, saying which read was refused.
+# KEP-7 reads the leading kube-controller-manager's /metrics through a port-forward to its pod (a
+# websocket GET, create for SPDY, like exec).
 CONTROLLER_METRICS = (
     *(
         Permission(v, "pods", subresource="portforward", why="KEP-7: kube-controller-manager's metrics")
