@@ -163,22 +163,25 @@ def test_full_nodes_keep_a_pod_pending_until_devices_are_freed(target: Target, c
     api, p = target.api, target.profile
     capacity = pods.dra_capacity(api, p.driver)
     assert capacity, f"driver {p.driver} publishes no node-local devices"
-    fillers: dict[str, tuple[str, list[tuple[str, str]]]] = {}  # pod -> (node, devices)
-    # Each node filled by pods pinned to it, none asking for more than the claim limit (ALLOC-3).
+    # Each node filled by pods pinned to it, none asking for more than the claim limit (ALLOC-3),
+    # all created before any is waited for (they start side by side).
+    names: list[str] = []
     for node, count in sorted(capacity.items()):
         for i, size in enumerate(_chunks(count, CLAIM_LIMIT)):
-            name = f"filler-{node.rsplit('-', 1)[-1]}-{i}"
+            names.append(f"filler-{node.rsplit('-', 1)[-1]}-{i}")
             api.create(
-                pods.pinned(pods.pod(name, [pods.container("main", p, {p.extended_resource_name: size})]), node),
+                pods.pinned(pods.pod(names[-1], [pods.container("main", p, {p.extended_resource_name: size})]), node),
                 namespace,
             )
-            # A prerequisite; generous: devices of pods from earlier tests may still be being released.
-            pod = pods.wait_running(api, namespace, name, timeout=300)
-            status = claim_status(pod) or {}
-            fillers[name] = (
-                pod["spec"]["nodeName"],
-                pods.claim_devices(api, namespace, status.get("resourceClaimName", "")),
-            )
+    fillers: dict[str, tuple[str, list[tuple[str, str]]]] = {}  # pod -> (node, devices)
+    for name in names:
+        # A prerequisite; generous: devices of pods from earlier tests may still be being released.
+        pod = pods.wait_running(api, namespace, name, timeout=300)
+        status = claim_status(pod) or {}
+        fillers[name] = (
+            pod["spec"]["nodeName"],
+            pods.claim_devices(api, namespace, status.get("resourceClaimName", "")),
+        )
     with check("ALLOC-1"):
         all_devices = [d for _, devs in fillers.values() for d in devs]
         assert len(all_devices) == sum(capacity.values()) == len(set(all_devices)), (
