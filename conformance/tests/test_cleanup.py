@@ -145,3 +145,28 @@ def test_a_pull_secret_is_copied_in_and_named_by_the_default_service_account() -
     ]
     with pytest.raises(AssertionError, match="pull secret drv/missing does not exist"):
         cleanup.new_namespace(WithPullSecret(), "kep5004-y", ("drv", "missing"))
+
+
+class Leftovers:
+    """Labelled namespaces, some already being deleted; every one is gone once the sweep has deleted
+    what it was going to delete (the next list after a delete)."""
+
+    def __init__(self, namespaces: list[tuple[str, bool]]) -> None:
+        self.namespaces, self.deleted = namespaces, []
+
+    def list(self, api_version: str, kind: str, **selectors: str) -> list[dict]:
+        if kind != "Namespace" or self.deleted:
+            return []
+        return [
+            {"metadata": {"name": n, **({"deletionTimestamp": "2026-12-08T02:20:00Z"} if leaving else {})}}
+            for n, leaving in self.namespaces
+        ]
+
+    def delete(self, api_version: str, kind: str, name: str) -> None:
+        self.deleted.append(name)
+
+
+def test_the_sweep_reports_what_it_deleted_not_what_a_teardown_was_deleting() -> None:
+    api = Leftovers([("left-behind", False), ("last-test", True)])
+    assert cleanup.sweep(api, timeout=5) == ["Namespace/left-behind"]
+    assert api.deleted == ["left-behind"]

@@ -76,11 +76,14 @@ def leftovers(api: Api) -> list[str]:
 
 def sweep(api: Api, timeout: float = 180) -> list[str]:
     """Delete every labelled object (namespaces take their pods, claims and quotas with them) and
-    wait until they are gone: a namespace still terminating holds pods and devices."""
-    gone = leftovers(api)
+    wait until they are gone: a namespace still terminating holds pods and devices. Returns what
+    it deleted: what the tests left, not what their teardown was already deleting."""
+    gone = []
     for version, kind in CLUSTER_SCOPED:
         for o in api.list(version, kind, label_selector=SELECTOR):
-            api.delete(version, kind, o["metadata"]["name"])
+            if not o["metadata"].get("deletionTimestamp"):
+                api.delete(version, kind, o["metadata"]["name"])
+                gone.append(f"{kind}/{o['metadata']['name']}")
     wait_for(
         lambda: not leftovers(api),
         timeout=timeout,
